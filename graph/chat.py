@@ -1,0 +1,66 @@
+"""The `task_maistro` node: answers the user with their memories in the prompt, and decides what to save."""
+
+from langchain_core.messages import AnyMessage, RemoveMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.store.base import BaseStore
+
+from graph.configuration import Configuration
+from graph.memory_store import read_instructions, read_profile, read_todos
+from graph.model import ChatModelFactory
+from graph.rendering import render_profile, render_todos
+from graph.state import State
+from graph.tool_calls import (
+    answer_dangling_tool_calls,
+    memory_rounds_in_turn,
+    pending_update_calls,
+    refuse_calls,
+    reject_invalid_calls,
+)
+from prompts import LANGUAGE_RULE, MODEL_SYSTEM_MESSAGE
+from schemas import UpdateMemory
+
+# Routing needs one step for the update nodes and one for the chat node that answers afterwards.
+STEPS_PER_ROUND = 2
+
+
+def chat_system_message(store: BaseStore, settings: Configuration) -> SystemMessage:
+    """The chat prompt with the user's profile, ToDo list and instructions filled in."""
+    user_id = settings.resolved_user_id
+    profile = read_profile(store, user_id)
+    return SystemMessage(
+        content=MODEL_SYSTEM_MESSAGE.format(
+            role=settings.role,
+            now=settings.now_text(),
+            user_profile=render_profile(profile.value if profile else None),
+            todo=render_todos(read_todos(store, user_id)),
+            instructions=read_instructions(store, user_id),
+            language_rule=LANGUAGE_RULE,
+        )
+    )
+
+
+def task_maistro(
+    state: State, config: RunnableConfig, *, store: BaseStore, chat_model: ChatModelFactory
+) -> dict:
+    """Answer the user, or call UpdateMemory; repairs dangling tool calls and answers invalid ones first."""
+    settings = Configuration.from_runnable_config(config)
+    model = chat_model(settings)
+    repaired = answer_dangling_tool_calls(state["messages"])
+    thread: list[AnyMessage] = repaired or list(state["messages"])
+    system = chat_system_message(store, settings)
+    new_messages: list[AnyMessage] = []
+    while True:
+        rounds = memory_rounds_in_turn(thread + new_messages)
+        may_route = (
+            rounds < settings.max_memory_rounds and state["remaining_steps"] > STEPS_PER_ROUND + 1
+        )
+        llm = model.bind_tools([UpdateMemory]) if may_route else model
+        response = llm.invoke([system, *thread, *new_messages])
+        unroutable = reject_invalid_calls(response) if may_route else refuse_calls(response)
+        new_messages += [response, *unroutable]
+        if not unroutable or not may_route or pending_update_calls(thread + new_messages):
+            break
+    if repaired:
+        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *repaired, *new_messages]}
+    return {"messages": new_messages}

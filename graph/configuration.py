@@ -1,0 +1,72 @@
+"""Per-run settings of the agent, read from `config["configurable"]` as in the tutorial."""
+
+import os
+from dataclasses import dataclass, field, fields
+from datetime import datetime, tzinfo
+from zoneinfo import ZoneInfo
+
+from langchain_core.runnables import RunnableConfig
+
+DEFAULT_MODEL = "gpt-4.1"
+DEFAULT_ROLE = "You are a helpful chatbot."
+DEFAULT_USER_ID = "default-user"
+
+
+def _env(name: str, fallback: str) -> str:
+    return os.environ.get(name) or fallback
+
+
+@dataclass(kw_only=True)
+class Configuration:
+    """Settings a run may override through `config["configurable"]` (shown in LangGraph Studio)."""
+
+    user_id: str = field(
+        default="",
+        metadata={"description": "Whose memories to read and write. Empty means the default user."},
+    )
+    model: str = field(
+        default_factory=lambda: _env("MAISTRO_MODEL", DEFAULT_MODEL),
+        metadata={"description": "Chat model name at the OpenAI-compatible endpoint (MAISTRO_MODEL)."},
+    )
+    role: str = field(
+        default=DEFAULT_ROLE,
+        metadata={"description": "The first line of the system prompt: who the assistant is."},
+    )
+    max_memory_rounds: int = field(
+        default=3,
+        metadata={"description": "Memory-update rounds allowed per user turn before answering without tools."},
+    )
+    timezone: str = field(
+        default_factory=lambda: _env("MAISTRO_TIMEZONE", ""),
+        metadata={"description": "IANA time zone for dates in prompts (MAISTRO_TIMEZONE); empty means the system's."},
+    )
+    default_user_id: str = field(
+        default_factory=lambda: _env("MAISTRO_DEFAULT_USER", DEFAULT_USER_ID),
+        metadata={"description": "User id used when a run names none (MAISTRO_DEFAULT_USER)."},
+    )
+
+    @classmethod
+    def from_runnable_config(cls, config: RunnableConfig | None = None) -> "Configuration":
+        """Build the settings from a run's config, ignoring unknown and empty values."""
+        configurable = (config or {}).get("configurable") or {}
+        values = {
+            f.name: configurable[f.name]
+            for f in fields(cls)
+            if configurable.get(f.name) not in (None, "")
+        }
+        return cls(**values)
+
+    @property
+    def resolved_user_id(self) -> str:
+        """The user the run acts for: the given user id, or the default user when it is missing or empty."""
+        return self.user_id.strip() or self.default_user_id
+
+    def now(self) -> datetime:
+        """The current time in the configured time zone (the system's when none is set)."""
+        zone: tzinfo | None = ZoneInfo(self.timezone) if self.timezone else None
+        return datetime.now(zone).astimezone(zone)
+
+    def now_text(self) -> str:
+        """The current date and time for prompts, e.g. `2026-11-29T14:05+08:00 (Sunday, CST)`."""
+        now = self.now()
+        return f"{now.isoformat(timespec='minutes')} ({now:%A}, {now.tzname()})"

@@ -1,0 +1,111 @@
+"""What the update nodes share: the conversation they extract from, stable keys, and atomic writes."""
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    merge_message_runs,
+)
+from langgraph.constants import TAG_NOSTREAM
+from langgraph.store.base import BaseStore, PutOp
+
+from graph.tool_calls import last_ai_message
+
+SEE_ABOVE = "Handled together with the previous UpdateMemory call."
+KEY_NAMESPACE = uuid.UUID("5b1d3c52-8f43-4a53-9f5e-0c6f1d1f6a10")
+
+
+@dataclass(frozen=True)
+class MemoryChange:
+    """One change an update node made to a memory document."""
+
+    action: Literal["created", "updated", "deleted"]
+    key: str
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+
+    def changed_fields(self) -> list[str]:
+        """Names of the fields whose value differs between before and after."""
+        before, after = self.before or {}, self.after or {}
+        return [name for name in {**before, **after} if before.get(name) != after.get(name)]
+
+
+def quiet(model: BaseChatModel) -> BaseChatModel:
+    """A copy of the model whose tokens are not streamed to the user (extraction calls are internal)."""
+    return model.model_copy(update={"tags": [*(model.tags or []), TAG_NOSTREAM]})
+
+
+def conversation(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+    """The user-visible conversation before the latest assistant message, without tool-call plumbing."""
+    routing = last_ai_message(messages)
+    end = messages.index(routing) if routing is not None else len(messages)
+    visible: list[AnyMessage] = []
+    for message in messages[:end]:
+        if isinstance(message, HumanMessage):
+            visible.append(message)
+        elif isinstance(message, AIMessage) and message.text:
+            visible.append(AIMessage(content=message.text, id=message.id))
+    return visible
+
+
+def extraction_messages(instruction: str, messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+    """The system instruction followed by the conversation, with consecutive same-role messages merged."""
+    return list(merge_message_runs([SystemMessage(content=instruction), *conversation(messages)]))
+
+
+def new_document_key(messages: Sequence[AnyMessage], call_id: str, index: int) -> str:
+    """A key for the index-th new document of a routed tool call, the same each time the call is replayed."""
+    routing = last_ai_message(messages)
+    seed = f"{routing.id if routing else ''}/{call_id}/{index}"
+    return str(uuid.uuid5(KEY_NAMESPACE, seed))
+
+
+def changes_from_extraction(
+    result: Mapping[str, Any],
+    existing: Mapping[str, dict[str, Any]],
+    new_key: Callable[[int], str],
+) -> list[MemoryChange]:
+    """Turn trustcall's responses into changes: RemoveDoc deletes, patched ids update, the rest create."""
+    changes: list[MemoryChange] = []
+    created = 0
+    for response, meta in zip(result["responses"], result["response_metadata"]):
+        if type(response).__name__ == "RemoveDoc":
+            key = response.json_doc_id
+            if key in existing:
+                changes.append(MemoryChange("deleted", key, existing[key], None))
+            continue
+        document = response.model_dump(mode="json")
+        key = meta.get("json_doc_id")
+        if key is None:
+            changes.append(MemoryChange("created", new_key(created), None, document))
+            created += 1
+        elif key in existing and existing[key] != document:
+            changes.append(MemoryChange("updated", key, existing[key], document))
+    return changes
+
+
+def write_changes(store: BaseStore, ns: tuple[str, ...], changes: Sequence[MemoryChange]) -> None:
+    """Apply all changes in one store batch, so a memory is never half-written."""
+    if changes:
+        store.batch([PutOp(ns, change.key, change.after) for change in changes])
+
+
+def answer_update_calls(
+    calls: Sequence[dict], report: str, kind: str, changes: Sequence[MemoryChange]
+) -> dict:
+    """The node's state update: the report answers the first call (with the changes as artifact), the rest point to it."""
+    artifact = {"kind": kind, "changes": [asdict(change) for change in changes]}
+    return {
+        "messages": [
+            ToolMessage(content=report, tool_call_id=calls[0]["id"], artifact=artifact),
+            *(ToolMessage(content=SEE_ABOVE, tool_call_id=call["id"]) for call in calls[1:]),
+        ]
+    }

@@ -1,0 +1,36 @@
+"""The `update_instructions` node: rewrites the user's ToDo-writing instructions with one model call."""
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.store.base import BaseStore
+
+from graph.configuration import Configuration
+from graph.extraction import MemoryChange, answer_update_calls, conversation, quiet, write_changes
+from graph.memory_store import INSTRUCTIONS, INSTRUCTIONS_KEY, namespace
+from graph.model import ChatModelFactory
+from graph.state import State
+from graph.tool_calls import pending_update_calls
+from prompts import CREATE_INSTRUCTIONS, INSTRUCTIONS_REQUEST
+
+
+def update_instructions(
+    state: State, config: RunnableConfig, *, store: BaseStore, chat_model: ChatModelFactory
+) -> dict:
+    """Ask the model for the complete new instructions and store them under `user_instructions`."""
+    settings = Configuration.from_runnable_config(config)
+    ns = namespace(INSTRUCTIONS, settings.resolved_user_id)
+    current = store.get(ns, INSTRUCTIONS_KEY)
+    before = current.value if current else None
+    prompt = [
+        SystemMessage(content=CREATE_INSTRUCTIONS.format(current_instructions=(before or {}).get("memory", ""))),
+        *conversation(state["messages"]),
+        HumanMessage(content=INSTRUCTIONS_REQUEST),
+    ]
+    text = quiet(chat_model(settings)).invoke(prompt, config).text.strip()
+    after = {"memory": text}
+    changes = [MemoryChange("updated" if before else "created", INSTRUCTIONS_KEY, before, after)]
+    if not text or after == before:
+        changes = []
+    write_changes(store, ns, changes)
+    report = "Instructions updated." if changes else "The instructions were left unchanged."
+    return answer_update_calls(pending_update_calls(state["messages"], "instructions"), report, INSTRUCTIONS, changes)

@@ -1,0 +1,36 @@
+"""The chat model factory: OpenAI by default, any OpenAI-compatible endpoint through OPENAI_BASE_URL."""
+
+import os
+from collections.abc import Callable
+
+from langchain_core.language_models import BaseChatModel
+from langchain_openai import ChatOpenAI
+
+from graph.configuration import Configuration
+
+ChatModelFactory = Callable[[Configuration], BaseChatModel]
+
+NO_MODEL_MESSAGE = (
+    "No chat model is configured: set OPENAI_API_KEY for OpenAI, or OPENAI_BASE_URL (plus OPENAI_API_KEY "
+    "if the endpoint needs one) for an OpenAI-compatible endpoint, and MAISTRO_MODEL to pick the model."
+)
+
+
+class ModelNotConfiguredError(RuntimeError):
+    """Raised before any model call when neither OPENAI_API_KEY nor OPENAI_BASE_URL is set."""
+
+
+def ensure_model_configured() -> None:
+    """Raise `ModelNotConfiguredError` with one actionable sentence when no endpoint credentials are set."""
+    if not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
+        raise ModelNotConfiguredError(NO_MODEL_MESSAGE)
+
+
+def load_chat_model(settings: Configuration) -> BaseChatModel:
+    """Create the configured chat model at temperature 0 (ChatOpenAI reads OPENAI_BASE_URL itself)."""
+    ensure_model_configured()
+    return ChatOpenAI(
+        model=settings.model,
+        temperature=0,
+        api_key=os.environ.get("OPENAI_API_KEY") or "not-needed",
+    )

@@ -1,0 +1,45 @@
+"""The `update_profile` node: one profile document per user, created once and then patched by trustcall."""
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.store.base import BaseStore
+from trustcall import create_extractor
+
+from graph.configuration import Configuration
+from graph.extraction import (
+    answer_update_calls,
+    changes_from_extraction,
+    extraction_messages,
+    quiet,
+    write_changes,
+)
+from graph.memory_store import PROFILE, PROFILE_KEY, namespace, search_all
+from graph.model import ChatModelFactory
+from graph.state import State
+from graph.tool_calls import pending_update_calls
+from prompts import LANGUAGE_RULE, TRUSTCALL_INSTRUCTION
+from schemas import Profile
+
+
+def update_profile(
+    state: State, config: RunnableConfig, *, store: BaseStore, chat_model: ChatModelFactory
+) -> dict:
+    """Extract profile facts from the conversation into the user's single profile document."""
+    settings = Configuration.from_runnable_config(config)
+    ns = namespace(PROFILE, settings.resolved_user_id)
+    existing = {item.key: item.value for item in search_all(store, ns)}
+    extractor = create_extractor(quiet(chat_model(settings)), tools=[Profile], tool_choice="Profile")
+    instruction = TRUSTCALL_INSTRUCTION.format(language_rule=LANGUAGE_RULE, now=settings.now_text())
+    result = extractor.invoke(
+        {
+            "messages": extraction_messages(instruction, state["messages"]),
+            "existing": [(key, "Profile", value) for key, value in existing.items()] or None,
+        },
+        config,
+    )
+    changes = changes_from_extraction(result, existing, lambda _: PROFILE_KEY)[-1:]
+    write_changes(store, ns, changes)
+    if changes:
+        report = "Profile updated: " + ", ".join(changes[0].changed_fields()) + "."
+    else:
+        report = "No profile changes were needed."
+    return answer_update_calls(pending_update_calls(state["messages"], "user"), report, PROFILE, changes)

@@ -1,0 +1,33 @@
+"""Compact text renderings of the memories for prompts and tool answers."""
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from langgraph.store.base import Item
+
+
+def render_profile(profile: Mapping[str, Any] | None) -> str:
+    """The profile as one line of JSON without empty fields ("" when there is none)."""
+    if not profile:
+        return ""
+    filled = {name: value for name, value in profile.items() if value not in (None, "", [])}
+    return json.dumps(filled, ensure_ascii=False)
+
+
+def render_todo(todo: Mapping[str, Any]) -> str:
+    """One ToDo as a single line: task | due | minutes | status | solutions."""
+    parts = [str(todo.get("task", ""))]
+    if todo.get("deadline"):
+        parts.append(f"due {todo['deadline']}")
+    if todo.get("time_to_complete"):
+        parts.append(f"{todo['time_to_complete']} min")
+    parts.append(str(todo.get("status", "not started")))
+    if todo.get("solutions"):
+        parts.append("solutions: " + "; ".join(todo["solutions"]))
+    return " | ".join(parts)
+
+
+def render_todos(items: Iterable[Item]) -> str:
+    """The ToDo list, one compact line per item."""
+    return "\n".join(f"- {render_todo(item.value)}" for item in items)

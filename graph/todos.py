@@ -1,0 +1,71 @@
+"""The `update_todos` node: insert, patch and delete ToDo items with trustcall, whatever the list's size."""
+
+from collections.abc import Sequence
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.store.base import BaseStore
+from trustcall import create_extractor
+
+from graph.configuration import Configuration
+from graph.extraction import (
+    MemoryChange,
+    answer_update_calls,
+    changes_from_extraction,
+    extraction_messages,
+    new_document_key,
+    quiet,
+    write_changes,
+)
+from graph.memory_store import TODO, namespace, read_instructions, search_all
+from graph.model import ChatModelFactory
+from graph.state import State
+from graph.tool_calls import pending_update_calls
+from prompts import LANGUAGE_RULE, TODO_INSTRUCTION
+from schemas import ToDo
+
+
+def describe_todo_changes(changes: Sequence[MemoryChange]) -> str:
+    """A short report naming each created, updated and deleted task."""
+    if not changes:
+        return "No changes were made to the ToDo list."
+    lines = []
+    for change in changes:
+        task = (change.after or change.before or {}).get("task", change.key)
+        detail = f" ({', '.join(change.changed_fields())})" if change.action == "updated" else ""
+        lines.append(f"{change.action}: {task}{detail}")
+    return "ToDo list changes:\n" + "\n".join(lines)
+
+
+def update_todos(
+    state: State, config: RunnableConfig, *, store: BaseStore, chat_model: ChatModelFactory
+) -> dict:
+    """Reflect on the conversation and create, patch or remove ToDo items, following the user's instructions."""
+    settings = Configuration.from_runnable_config(config)
+    user_id = settings.resolved_user_id
+    ns = namespace(TODO, user_id)
+    existing = {item.key: item.value for item in search_all(store, ns)}
+    calls = pending_update_calls(state["messages"], "todo")
+    extractor = create_extractor(
+        quiet(chat_model(settings)),
+        tools=[ToDo],
+        tool_choice="ToDo",
+        enable_inserts=True,
+        enable_deletes=True,
+    )
+    instruction = TODO_INSTRUCTION.format(
+        instructions=read_instructions(store, user_id),
+        language_rule=LANGUAGE_RULE,
+        now=settings.now_text(),
+    )
+    result = extractor.invoke(
+        {
+            "messages": extraction_messages(instruction, state["messages"]),
+            "existing": [(key, "ToDo", value) for key, value in existing.items()] or None,
+        },
+        config,
+    )
+    changes = changes_from_extraction(
+        result, existing, lambda index: new_document_key(state["messages"], calls[0]["id"], index)
+    )
+    write_changes(store, ns, changes)
+    return answer_update_calls(calls, describe_todo_changes(changes), TODO, changes)

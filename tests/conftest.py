@@ -1,0 +1,63 @@
+"""Shared fixtures: a scripted model and the durable graph on a temporary data directory."""
+
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AnyMessage, HumanMessage
+
+from graph import build_graph
+from graph.memory_store import INSTRUCTIONS, PROFILE, TODO, namespace, search_all
+from tests.scripted_model import ScriptedChatModel
+
+
+@pytest.fixture(autouse=True)
+def no_real_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Tests never reach a real endpoint or the user's own data directory."""
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE", "MAISTRO_MODEL", "LANGSMITH_TRACING"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MAISTRO_DATA_DIR", str(tmp_path / "default-data"))
+    monkeypatch.setenv("MAISTRO_TIMEZONE", "America/Los_Angeles")
+
+
+@pytest.fixture
+def model() -> ScriptedChatModel:
+    """A fresh scripted model; each test scripts its own replies."""
+    return ScriptedChatModel()
+
+
+@pytest.fixture
+def agent(model: ScriptedChatModel, tmp_path: Path):
+    """The agent as `build_graph()` returns it (SQLite), driven by the scripted model."""
+    return build_graph(tmp_path / "data", chat_model=lambda _settings: model)
+
+
+def config(user_id: str = "Lance", thread_id: str = "1", **extra) -> dict:
+    """A run config as in the tutorial."""
+    return {"configurable": {"thread_id": thread_id, "user_id": user_id, **extra}}
+
+
+def turn(agent, text: str, user_id: str = "Lance", thread_id: str = "1", **extra) -> list[AnyMessage]:
+    """Send one user message the tutorial's way (stream_mode="values") and return the thread afterwards."""
+    chunks = list(
+        agent.stream({"messages": [HumanMessage(content=text)]}, config(user_id, thread_id, **extra), stream_mode="values")
+    )
+    return chunks[-1]["messages"]
+
+
+def todos(agent, user_id: str = "Lance") -> dict[str, dict]:
+    """The user's ToDo items, by task."""
+    return {item.value["task"]: item.value for item in search_all(agent.store, namespace(TODO, user_id))}
+
+
+def profile_of(agent, user_id: str = "Lance") -> dict | None:
+    """The user's profile document."""
+    items = search_all(agent.store, namespace(PROFILE, user_id))
+    assert len(items) <= 1, "one profile document per user"
+    return items[0].value if items else None
+
+
+def instructions_of(agent, user_id: str = "Lance") -> str | None:
+    """The user's instruction text."""
+    item = agent.store.get(namespace(INSTRUCTIONS, user_id), "user_instructions")
+    return item.value["memory"] if item else None
+

@@ -1,0 +1,486 @@
+"""Local OpenAI-compatible Chat Completions stub server for end-to-end tests.
+
+The stub lets tests drive the real ``langchain_openai.ChatOpenAI`` client (and
+anything built on it) without network access.  It listens on ``127.0.0.1`` on a
+free port, answers ``POST /v1/chat/completions`` from a test-supplied
+*responder* callable, and validates the conversation the way the real API does
+(unanswered tool calls and orphan tool messages are rejected with HTTP 400
+before the responder is consulted).
+
+Typical use::
+
+    def responder(request: dict) -> dict | StubError:
+        if "save_memory" in tool_names(request):
+            return tool_calls_reply(("save_memory", {"text": "likes tea"}))
+        return text_reply("Noted!")
+
+    with OpenAIStub(responder) as stub:
+        llm = ChatOpenAI(base_url=stub.base_url, api_key="test", model="gpt-test")
+        ...
+        assert stub.requests[0]["model"] == "gpt-test"
+
+Only the standard library is used for the server.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = [
+    "OpenAIStub",
+    "StubError",
+    "system_text",
+    "text_reply",
+    "tool_calls_reply",
+    "tool_names",
+]
+
+_CHAT_PATH = "/v1/chat/completions"
+_MODELS_PATH = "/v1/models"
+_ARGUMENT_PIECE_CHARS = 8
+# How often serve_forever checks for shutdown; keeps stop() fast.
+_SHUTDOWN_POLL_SECONDS = 0.02
+_MISSING_TOOL_RESPONSES = (
+    "An assistant message with 'tool_calls' must be followed by tool messages "
+    "responding to each 'tool_call_id'. The following tool_call_ids did not "
+    "have response messages: {ids}"
+)
+# "preceeding" is spelled exactly as in the real OpenAI error message.
+_ORPHAN_TOOL_MESSAGE = (
+    "Invalid parameter: messages with role 'tool' must be a response to a "
+    "preceeding message with 'tool_calls'."
+)
+
+
+@dataclass
+class StubError:
+    """An HTTP error the responder wants the stub to answer with.
+
+    ``status`` is the HTTP status code (e.g. 429, 500) and ``message`` the text
+    placed in the OpenAI-style ``{"error": {"message": ...}}`` body.
+    """
+
+    status: int
+    message: str
+
+
+def text_reply(content: str) -> dict:
+    """Build a reply in which the assistant answers with plain text."""
+    return {"content": content, "tool_calls": []}
+
+
+def tool_calls_reply(*calls: tuple[str, dict] | tuple[str, dict, str]) -> dict:
+    """Build a reply in which the assistant calls one or more functions.
+
+    Each call is ``(name, arguments)`` or ``(name, arguments, call_id)``; a
+    missing id is generated as ``call_<uuid hex>``.  Arguments are serialized
+    with ``json.dumps(ensure_ascii=False)``.
+    """
+    if not calls:
+        raise ValueError("tool_calls_reply needs at least one call")
+    tool_calls = []
+    for call in calls:
+        if len(call) == 2:
+            name, arguments = call
+            call_id = f"call_{uuid.uuid4().hex}"
+        else:
+            name, arguments, call_id = call
+        tool_calls.append(
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "arguments": json.dumps(arguments, ensure_ascii=False),
+                },
+            }
+        )
+    return {"content": None, "tool_calls": tool_calls}
+
+
+def tool_names(request: dict) -> list[str]:
+    """Return the names of the functions offered in ``request["tools"]``."""
+    return [
+        tool["function"]["name"]
+        for tool in request.get("tools") or []
+        if tool.get("type") == "function"
+    ]
+
+
+def system_text(request: dict) -> str:
+    """Return the text of the first system or developer message ("" if none).
+
+    Content given as a list of parts contributes the text of its text parts.
+    """
+    for message in request.get("messages") or []:
+        if message.get("role") in ("system", "developer"):
+            return _message_text(message)
+    return ""
+
+
+def _message_text(message: dict) -> str:
+    """Return a message's content as text, joining text parts of a part list."""
+    content = message.get("content")
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "".join(
+        part.get("text", "") for part in content if part.get("type") == "text"
+    )
+
+
+def _error_body(message: str, error_type: str = "invalid_request_error") -> dict:
+    """Build an OpenAI-style error response body."""
+    return {"error": {"message": message, "type": error_type, "param": None, "code": None}}
+
+
+def _error_type_for(status: int) -> str:
+    """Map an HTTP status to the ``error.type`` the real API uses for it."""
+    if status == 401:
+        return "invalid_authentication_error"
+    if status == 429:
+        return "rate_limit_exceeded"
+    if status >= 500:
+        return "server_error"
+    return "invalid_request_error"
+
+
+def _validate_request(body: Any) -> str | None:
+    """Return an error message if ``body`` is not a valid chat request, else None."""
+    if not isinstance(body, dict):
+        return "The request body must be a JSON object."
+    if not body.get("model"):
+        return "You must provide a model parameter."
+    messages = body.get("messages")
+    if messages is None:
+        return "Missing required parameter: 'messages'."
+    if not isinstance(messages, list) or not messages:
+        return (
+            "Invalid 'messages': empty array. Expected an array with minimum "
+            "length 1, but got an empty array instead."
+        )
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict) or "role" not in message:
+            return f"Missing required parameter: 'messages[{index}].role'."
+    return _validate_tool_pairing(messages)
+
+
+def _validate_tool_pairing(messages: list[dict]) -> str | None:
+    """Check that tool calls and tool messages pair up as the real API requires.
+
+    Every assistant ``tool_calls`` entry must be answered by one of the ``tool``
+    messages directly following it, and every ``tool`` message must answer a
+    call of the assistant message that this run of tool messages follows.
+    """
+    open_ids: list[str] | None = None
+    answered: set[str] = set()
+    for message in messages:
+        role = message.get("role")
+        if role == "tool":
+            if open_ids is None or message.get("tool_call_id") not in open_ids:
+                return _ORPHAN_TOOL_MESSAGE
+            answered.add(message["tool_call_id"])
+            continue
+        if open_ids is not None:
+            missing = [call_id for call_id in open_ids if call_id not in answered]
+            if missing:
+                return _MISSING_TOOL_RESPONSES.format(ids=", ".join(missing))
+            open_ids = None
+        if role == "assistant" and message.get("tool_calls"):
+            open_ids = [call.get("id") for call in message["tool_calls"]]
+            answered = set()
+    if open_ids is not None:
+        missing = [call_id for call_id in open_ids if call_id not in answered]
+        if missing:
+            return _MISSING_TOOL_RESPONSES.format(ids=", ".join(missing))
+    return None
+
+
+def _check_reply(reply: Any) -> dict:
+    """Return ``reply`` if it has the shape the reply helpers build, else raise."""
+    if (
+        not isinstance(reply, dict)
+        or not isinstance(reply.get("tool_calls"), list)
+        or not (reply.get("content") is None or isinstance(reply.get("content"), str))
+    ):
+        raise TypeError(
+            "responder must return text_reply(...), tool_calls_reply(...) or "
+            f"StubError, got {reply!r}"
+        )
+    return reply
+
+
+def _rough_tokens(text: str) -> int:
+    """Estimate a token count (about four characters per token)."""
+    return (len(text) + 3) // 4
+
+
+def _usage(request: dict, reply: dict) -> dict:
+    """Build a rough ``usage`` object for a request and its reply."""
+    prompt = _rough_tokens(json.dumps(request.get("messages"), ensure_ascii=False))
+    completion = _rough_tokens(
+        (reply["content"] or "") + json.dumps(reply["tool_calls"], ensure_ascii=False)
+    )
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def _finish_reason(reply: dict) -> str:
+    """Return the finish reason matching a reply."""
+    return "tool_calls" if reply["tool_calls"] else "stop"
+
+
+def _completion(request: dict, reply: dict) -> dict:
+    """Build a non-streamed ``chat.completion`` object."""
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": reply["content"],
+        "refusal": None,
+    }
+    if reply["tool_calls"]:
+        message["tool_calls"] = reply["tool_calls"]
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request["model"],
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": _finish_reason(reply),
+            }
+        ],
+        "usage": _usage(request, reply),
+    }
+
+
+def _chunks(request: dict, reply: dict) -> Iterator[dict]:
+    """Yield the ``chat.completion.chunk`` objects of a streamed reply.
+
+    Text is streamed one word (with its leading whitespace) per chunk; each
+    tool call starts with a delta carrying index, id, type and name, followed
+    by deltas with pieces of the arguments string.
+    """
+    include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
+    completion_id = f"chatcmpl-{uuid.uuid4().hex}"
+    created = int(time.time())
+
+    def chunk(delta: dict, finish_reason: str | None = None) -> dict:
+        body: dict[str, Any] = {
+            "id": completion_id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": request["model"],
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": delta,
+                    "logprobs": None,
+                    "finish_reason": finish_reason,
+                }
+            ],
+        }
+        if include_usage:
+            body["usage"] = None
+        return body
+
+    content = reply["content"]
+    yield chunk({"role": "assistant", "content": "" if content is not None else None})
+    for piece in re.findall(r"\s*\S+|\s+", content or ""):
+        yield chunk({"content": piece})
+    for index, call in enumerate(reply["tool_calls"]):
+        yield chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": index,
+                        "id": call["id"],
+                        "type": "function",
+                        "function": {"name": call["function"]["name"], "arguments": ""},
+                    }
+                ]
+            }
+        )
+        arguments = call["function"]["arguments"]
+        for start in range(0, len(arguments), _ARGUMENT_PIECE_CHARS):
+            piece = arguments[start : start + _ARGUMENT_PIECE_CHARS]
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+    yield chunk({}, _finish_reason(reply))
+    if include_usage:
+        usage_chunk = chunk({})
+        usage_chunk["choices"] = []
+        usage_chunk["usage"] = _usage(request, reply)
+        yield usage_chunk
+
+
+class OpenAIStub:
+    """OpenAI-compatible /v1/chat/completions server on 127.0.0.1 with a free port, answering from a script.
+
+    ``responder`` receives each valid request body (``model``, ``messages``,
+    ``tools``, ``tool_choice``, ``stream``, ...) and returns a reply built with
+    :func:`text_reply` / :func:`tool_calls_reply`, or a :class:`StubError`.
+    Responder calls are serialized by a lock, so a scripted responder need not
+    be thread-safe.  If the responder raises, the stub answers HTTP 500 with
+    the exception text.
+    """
+
+    def __init__(self, responder: Callable[[dict], dict | StubError]):
+        """Create a stopped stub that will answer with ``responder``."""
+        self.responder = responder
+        self.requests: list[dict] = []
+        self._lock = threading.Lock()
+        self._responder_lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        """The ``base_url`` to give the OpenAI client, e.g. ``http://127.0.0.1:PORT/v1``."""
+        if self._server is None:
+            raise RuntimeError("OpenAIStub is not running; call start() first")
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> OpenAIStub:
+        """Bind a free port on 127.0.0.1 and serve in a background thread."""
+        if self._server is not None:
+            raise RuntimeError("OpenAIStub is already running")
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": _SHUTDOWN_POLL_SECONDS},
+            name="openai-stub",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Shut the server down, close its socket and join the serving thread."""
+        if self._server is None:
+            return
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> OpenAIStub:
+        """Start the stub for the duration of a ``with`` block."""
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        """Stop the stub when the ``with`` block ends."""
+        self.stop()
+
+    def _record(self, body: dict) -> None:
+        """Append a received request body to :attr:`requests`."""
+        with self._lock:
+            self.requests.append(body)
+
+    def _respond(self, body: dict) -> dict | StubError:
+        """Ask the responder for a reply, turning failures into a 500 StubError."""
+        with self._responder_lock:
+            try:
+                outcome = self.responder(body)
+                if isinstance(outcome, StubError):
+                    return outcome
+                return _check_reply(outcome)
+            except Exception as exc:  # reported to the client, not swallowed
+                return StubError(500, f"stub responder failed: {exc!r}")
+
+
+def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
+    """Create the request handler class serving ``stub``."""
+
+    class Handler(BaseHTTPRequestHandler):
+        """Serves the OpenAI endpoints of one stub; one connection per request."""
+
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Keep the test output quiet: do not log requests."""
+
+        def do_GET(self) -> None:
+            """Answer ``GET /v1/models``; anything else is 404."""
+            if self.path.rstrip("/") == _MODELS_PATH:
+                model = {"id": "gpt-test", "object": "model", "created": 0, "owned_by": "openai-stub"}
+                self._send_json(200, {"object": "list", "data": [model]})
+            else:
+                self._send_not_found()
+
+        def do_POST(self) -> None:
+            """Answer ``POST /v1/chat/completions``; anything else is 404."""
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if self.path.rstrip("/") != _CHAT_PATH:
+                self._send_not_found()
+                return
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                self._send_json(400, _error_body("We could not parse the JSON body of your request."))
+                return
+            if isinstance(body, dict):
+                stub._record(body)
+            problem = _validate_request(body)
+            if problem is not None:
+                self._send_json(400, _error_body(problem))
+                return
+            outcome = stub._respond(body)
+            if isinstance(outcome, StubError):
+                error = _error_body(outcome.message, _error_type_for(outcome.status))
+                self._send_json(outcome.status, error)
+            elif body.get("stream"):
+                self._send_stream(body, outcome)
+            else:
+                self._send_json(200, _completion(body, outcome))
+
+        def _send_not_found(self) -> None:
+            """Answer 404 the way the real API does for unknown URLs."""
+            self._send_json(404, _error_body(f"Invalid URL ({self.command} {self.path})"))
+
+        def _send_json(self, status: int, payload: dict) -> None:
+            """Send a complete JSON response and close the connection."""
+            data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(data)
+            self.close_connection = True
+
+        def _send_stream(self, request: dict, reply: dict) -> None:
+            """Send a reply as Server-Sent Events using chunked transfer encoding."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            events = [json.dumps(chunk, ensure_ascii=False) for chunk in _chunks(request, reply)]
+            try:
+                for event in [*events, "[DONE]"]:
+                    data = f"data: {event}\n\n".encode("utf-8")
+                    self.wfile.write(b"%X\r\n%s\r\n" % (len(data), data))
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client stopped reading early; nothing left to do
+
+    return Handler

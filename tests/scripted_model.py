@@ -1,0 +1,194 @@
+"""A scripted chat model for graph tests: replies come from per-node scripts, every call is recorded.
+
+langchain_core's fake chat models cannot `bind_tools`; this one can. Replies are looked up by the
+top-level graph node that makes the call (`task_maistro`, `update_todos`, …), so parallel branches get
+their own replies whatever order they run in. A reply is an `AIMessage` or a function of the prompt
+(`(messages, tool_names) -> AIMessage`), which lets a script read document ids from trustcall's prompt
+the way a real model does.
+"""
+
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Union
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import ConfigDict, Field
+
+Reply = Union[AIMessage, Callable[[Sequence[BaseMessage], list[str]], AIMessage]]
+
+
+class ScriptExhausted(AssertionError):
+    """The graph made a model call the script did not plan for."""
+
+
+@dataclass
+class ModelCall:
+    """One recorded model call."""
+
+    node: str
+    messages: list[BaseMessage]
+    tool_names: list[str]
+    reply: AIMessage
+    started: float
+    ended: float
+
+    @property
+    def system(self) -> str:
+        """The text of the call's system message ("" if none)."""
+        first = self.messages[0] if self.messages else None
+        return first.text if isinstance(first, SystemMessage) else ""
+
+
+class ScriptedChatModel(BaseChatModel):
+    """Answers from `script[node]` in order; `latency` seconds per call make parallelism measurable."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    script: dict[str, list[Reply]] = Field(default_factory=dict)
+    calls: list[ModelCall] = Field(default_factory=list)
+    latency: float = 0.0
+    lock: Any = Field(default_factory=threading.Lock, exclude=True)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any):
+        """Bind tools like a real provider does, in OpenAI format."""
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], tool_choice=tool_choice, **kwargs)
+
+    def add(self, node: str, *replies: Reply) -> None:
+        """Append replies to a node's script."""
+        with self.lock:
+            self.script.setdefault(node, []).extend(replies)
+
+    def remaining(self) -> dict[str, int]:
+        """How many scripted replies each node has not used yet."""
+        return {node: len(replies) for node, replies in self.script.items() if replies}
+
+    def calls_in(self, node: str) -> list[ModelCall]:
+        """The recorded calls made by one node."""
+        return [call for call in self.calls if call.node == node]
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        node = _calling_node(run_manager)
+        tool_names = [tool["function"]["name"] for tool in kwargs.get("tools") or []]
+        started = time.perf_counter()
+        with self.lock:
+            queue = self.script.get(node) or []
+            if not queue:
+                raise ScriptExhausted(f"no scripted reply left for node {node!r}")
+            reply = queue.pop(0)
+        if self.latency:
+            time.sleep(self.latency)
+        message = reply(messages, tool_names) if callable(reply) else reply
+        message = message.model_copy(update={"id": message.id or f"scripted-{uuid.uuid4()}"})
+        with self.lock:
+            self.calls.append(ModelCall(node, list(messages), tool_names, message, started, time.perf_counter()))
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def _calling_node(run_manager: CallbackManagerForLLMRun | None) -> str:
+    metadata = run_manager.metadata if run_manager else {}
+    namespace = metadata.get("langgraph_checkpoint_ns") or metadata.get("checkpoint_ns") or ""
+    return namespace.split(":", 1)[0] or "unknown"
+
+
+def sequential_calls(calls: Sequence[ModelCall]) -> int:
+    """The longest chain of calls each starting after the previous one ended (overlapping calls ran in parallel)."""
+    ordered = sorted(calls, key=lambda call: call.started)
+    chain = [1] * len(ordered)
+    for i, call in enumerate(ordered):
+        for j in range(i):
+            if ordered[j].ended <= call.started:
+                chain[i] = max(chain[i], chain[j] + 1)
+    return max(chain, default=0)
+
+
+def _call(name: str, args: dict, call_id: str | None = None) -> dict:
+    return {"name": name, "args": args, "id": call_id or f"call_{uuid.uuid4().hex[:12]}", "type": "tool_call"}
+
+
+def say(text: str) -> AIMessage:
+    """A plain text reply."""
+    return AIMessage(content=text)
+
+
+def route(*update_types: str, content: str = "") -> AIMessage:
+    """A chat reply calling UpdateMemory once per given update_type."""
+    return AIMessage(content=content, tool_calls=[_call("UpdateMemory", {"update_type": t}) for t in update_types])
+
+
+def calls(*tool_calls: dict) -> AIMessage:
+    """A reply made of the given tool calls (see `todo`, `profile`, `patch`, `remove`)."""
+    return AIMessage(content="", tool_calls=list(tool_calls))
+
+
+def todo(task: str, **fields: Any) -> dict:
+    """A tool call creating a new ToDo."""
+    return _call("ToDo", {"task": task, **fields})
+
+
+def profile(**fields: Any) -> dict:
+    """A tool call creating the Profile document."""
+    return _call("Profile", fields)
+
+
+def patch(doc_id: str, *operations: dict, planned_edits: str = "Apply the user's change.") -> dict:
+    """A trustcall PatchDoc call with JSON patch operations."""
+    return _call("PatchDoc", {"json_doc_id": doc_id, "planned_edits": planned_edits, "patches": list(operations)})
+
+
+def remove(doc_id: str) -> dict:
+    """A trustcall RemoveDoc call."""
+    return _call("RemoveDoc", {"json_doc_id": doc_id})
+
+
+def replace(path: str, value: Any) -> dict:
+    """A JSON patch `replace` operation."""
+    return {"op": "replace", "path": path, "value": value}
+
+
+def add(path: str, value: Any) -> dict:
+    """A JSON patch `add` operation."""
+    return {"op": "add", "path": path, "value": value}
+
+
+_INSTANCE = re.compile(r'<instance id=(?P<id>\S+) schema_type="(?P<schema>[^"]+)">\n(?P<doc>.*?)\n</instance>', re.S)
+
+
+def existing_ids(messages: Sequence[BaseMessage]) -> dict[str, str]:
+    """Document ids and texts that trustcall put into the prompt, as a model sees them."""
+    text = "\n".join(m.text for m in messages)
+    return {match["id"]: match["doc"] for match in _INSTANCE.finditer(text)}
+
+
+def doc_id_of(messages: Sequence[BaseMessage], needle: str) -> str:
+    """The id of the one existing document in the prompt whose text contains `needle`."""
+    found = [doc_id for doc_id, doc in existing_ids(messages).items() if needle in doc]
+    assert len(found) == 1, f"{needle!r} matches {len(found)} documents in the prompt"
+    return found[0]
+
+
+def patch_where(needle: str, *operations: dict) -> Reply:
+    """A reply patching the document whose text in the prompt contains `needle`."""
+    return lambda messages, _tools: calls(patch(doc_id_of(messages, needle), *operations))
+
+
+def remove_where(needle: str) -> Reply:
+    """A reply removing the document whose text in the prompt contains `needle`."""
+    return lambda messages, _tools: calls(remove(doc_id_of(messages, needle)))
