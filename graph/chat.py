@@ -14,8 +14,8 @@ from graph.tool_calls import (
     answer_dangling_tool_calls,
     memory_rounds_in_turn,
     pending_update_calls,
-    refuse_calls,
     reject_invalid_calls,
+    without_tool_calls,
 )
 from prompts import LANGUAGE_RULE, MODEL_SYSTEM_MESSAGE
 from schemas import UpdateMemory
@@ -55,11 +55,14 @@ def task_maistro(
         may_route = (
             rounds < settings.max_memory_rounds and state["remaining_steps"] > STEPS_PER_ROUND + 1
         )
-        llm = model.bind_tools([UpdateMemory]) if may_route else model
-        response = llm.invoke([system, *thread, *new_messages])
-        unroutable = reject_invalid_calls(response) if may_route else refuse_calls(response)
-        new_messages += [response, *unroutable]
-        if not unroutable or not may_route or pending_update_calls(thread + new_messages):
+        prompt = [system, *thread, *new_messages]
+        if not may_route:
+            new_messages.append(without_tool_calls(model.invoke(prompt)))
+            break
+        response = model.bind_tools([UpdateMemory]).invoke(prompt)
+        rejected = reject_invalid_calls(response)
+        new_messages += [response, *rejected]
+        if not rejected or pending_update_calls(thread + new_messages):
             break
     if repaired:
         return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *repaired, *new_messages]}

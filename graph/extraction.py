@@ -14,12 +14,20 @@ from langchain_core.messages import (
     ToolMessage,
     merge_message_runs,
 )
+from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.constants import TAG_NOSTREAM
+from langgraph.errors import GraphRecursionError
 from langgraph.store.base import BaseStore, PutOp
 
 from graph.tool_calls import last_ai_message
 
 SEE_ABOVE = "Handled together with the previous UpdateMemory call."
+# trustcall retries unusable model output in a loop; this bounds it (a normal extraction takes < 12 steps).
+EXTRACTION_STEP_LIMIT = 16
+EXTRACTION_FAILED = (
+    "The {memory} update failed: the model's output could not be used after several attempts, "
+    "so nothing was changed."
+)
 KEY_NAMESPACE = uuid.UUID("5b1d3c52-8f43-4a53-9f5e-0c6f1d1f6a10")
 
 
@@ -61,6 +69,14 @@ def extraction_messages(instruction: str, messages: Sequence[AnyMessage]) -> lis
     return list(merge_message_runs([SystemMessage(content=instruction), *conversation(messages)]))
 
 
+def run_extractor(extractor: Runnable, inputs: dict, config: RunnableConfig) -> dict | None:
+    """Run a trustcall extractor with bounded retries; None when the model never produced usable output."""
+    try:
+        return extractor.invoke(inputs, {**config, "recursion_limit": EXTRACTION_STEP_LIMIT})
+    except GraphRecursionError:
+        return None
+
+
 def new_document_key(messages: Sequence[AnyMessage], call_id: str, index: int) -> str:
     """A key for the index-th new document of a routed tool call, the same each time the call is replayed."""
     routing = last_ai_message(messages)
@@ -69,13 +85,15 @@ def new_document_key(messages: Sequence[AnyMessage], call_id: str, index: int) -
 
 
 def changes_from_extraction(
-    result: Mapping[str, Any],
+    result: Mapping[str, Any] | None,
     existing: Mapping[str, dict[str, Any]],
     new_key: Callable[[int], str],
 ) -> list[MemoryChange]:
     """Turn trustcall's responses into changes: RemoveDoc deletes, patched ids update, the rest create."""
     changes: list[MemoryChange] = []
     created = 0
+    if result is None:
+        return changes
     for response, meta in zip(result["responses"], result["response_metadata"]):
         if type(response).__name__ == "RemoveDoc":
             key = response.json_doc_id

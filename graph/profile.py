@@ -6,10 +6,12 @@ from trustcall import create_extractor
 
 from graph.configuration import Configuration
 from graph.extraction import (
+    EXTRACTION_FAILED,
     answer_update_calls,
     changes_from_extraction,
     extraction_messages,
     quiet,
+    run_extractor,
     write_changes,
 )
 from graph.memory_store import PROFILE, PROFILE_KEY, namespace, search_all
@@ -29,7 +31,8 @@ def update_profile(
     existing = {item.key: item.value for item in search_all(store, ns)}
     extractor = create_extractor(quiet(chat_model(settings)), tools=[Profile], tool_choice="Profile")
     instruction = TRUSTCALL_INSTRUCTION.format(language_rule=LANGUAGE_RULE, now=settings.now_text())
-    result = extractor.invoke(
+    result = run_extractor(
+        extractor,
         {
             "messages": extraction_messages(instruction, state["messages"]),
             "existing": [(key, "Profile", value) for key, value in existing.items()] or None,
@@ -38,7 +41,9 @@ def update_profile(
     )
     changes = changes_from_extraction(result, existing, lambda _: PROFILE_KEY)[-1:]
     write_changes(store, ns, changes)
-    if changes:
+    if result is None:
+        report = EXTRACTION_FAILED.format(memory="profile")
+    elif changes:
         report = "Profile updated: " + ", ".join(changes[0].changed_fields()) + "."
     else:
         report = "No profile changes were needed."

@@ -8,12 +8,14 @@ from trustcall import create_extractor
 
 from graph.configuration import Configuration
 from graph.extraction import (
+    EXTRACTION_FAILED,
     MemoryChange,
     answer_update_calls,
     changes_from_extraction,
     extraction_messages,
     new_document_key,
     quiet,
+    run_extractor,
     write_changes,
 )
 from graph.memory_store import TODO, namespace, read_instructions, search_all
@@ -57,7 +59,8 @@ def update_todos(
         language_rule=LANGUAGE_RULE,
         now=settings.now_text(),
     )
-    result = extractor.invoke(
+    result = run_extractor(
+        extractor,
         {
             "messages": extraction_messages(instruction, state["messages"]),
             "existing": [(key, "ToDo", value) for key, value in existing.items()] or None,
@@ -68,4 +71,5 @@ def update_todos(
         result, existing, lambda index: new_document_key(state["messages"], calls[0]["id"], index)
     )
     write_changes(store, ns, changes)
-    return answer_update_calls(calls, describe_todo_changes(changes), TODO, changes)
+    report = describe_todo_changes(changes) if result is not None else EXTRACTION_FAILED.format(memory="ToDo list")
+    return answer_update_calls(calls, report, TODO, changes)

@@ -15,7 +15,7 @@ from schemas import UpdateMemory
 INTERRUPTED_ANSWER = (
     "This memory update was interrupted before it finished; the memories show what was saved."
 )
-LIMIT_ANSWER = "Not saved: the limit of memory updates for this turn was reached."
+LIMIT_REPLY = "I have reached the limit of memory updates for this message; tell me if something still needs saving."
 _update_memory_args = TypeAdapter(UpdateMemory)
 
 
@@ -80,12 +80,11 @@ def reject_invalid_calls(message: AIMessage) -> list[ToolMessage]:
     return answers
 
 
-def refuse_calls(message: AIMessage) -> list[ToolMessage]:
-    """Answers for all calls of `message` when memory updates are not allowed any more in this turn."""
-    return [
-        ToolMessage(content=LIMIT_ANSWER, tool_call_id=call_id, status="error")
-        for call_id in _call_ids(message)
-    ]
+def without_tool_calls(message: AIMessage) -> AIMessage:
+    """The message with its tool calls dropped, for a model that calls tools after they were taken away."""
+    if not (message.tool_calls or message.invalid_tool_calls):
+        return message
+    return AIMessage(content=message.content or LIMIT_REPLY, id=message.id, response_metadata=message.response_metadata)
 
 
 def answer_dangling_tool_calls(messages: Sequence[AnyMessage]) -> list[AnyMessage] | None:
