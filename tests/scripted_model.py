@@ -22,7 +22,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field
 
-Reply = Union[AIMessage, Callable[[Sequence[BaseMessage], list[str]], AIMessage]]
+Reply = Union[Callable[[Sequence[BaseMessage], list[str]], AIMessage], AIMessage]
 
 
 class ScriptExhausted(AssertionError):
@@ -48,11 +48,12 @@ class ModelCall:
 
 
 class ScriptedChatModel(BaseChatModel):
-    """Answers from `script[node]` in order; `latency` seconds per call make parallelism measurable."""
+    """Answers from `script[node]` in order, then from `standing[node]`; `latency` seconds per call."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    script: dict[str, list[Reply]] = Field(default_factory=dict)
+    script: dict[str, list[Any]] = Field(default_factory=dict)  # lists of Reply
+    standing: dict[str, Any] = Field(default_factory=dict)  # Reply by node
     calls: list[ModelCall] = Field(default_factory=list)
     latency: float = 0.0
     lock: Any = Field(default_factory=threading.Lock, exclude=True)
@@ -90,9 +91,12 @@ class ScriptedChatModel(BaseChatModel):
         started = time.perf_counter()
         with self.lock:
             queue = self.script.get(node) or []
-            if not queue:
+            if queue:
+                reply = queue.pop(0)
+            elif node in self.standing:
+                reply = self.standing[node]
+            else:
                 raise ScriptExhausted(f"no scripted reply left for node {node!r}")
-            reply = queue.pop(0)
         if self.latency:
             time.sleep(self.latency)
         message = reply(messages, tool_names) if callable(reply) else reply
