@@ -1,0 +1,121 @@
+"""End to end through the real ChatOpenAI client against a local OpenAI-compatible stub server."""
+
+from collections import defaultdict
+from collections.abc import Callable
+
+import pytest
+from langchain_core.messages import AIMessageChunk, HumanMessage
+
+from graph import build_graph
+from tests.conftest import config, profile_of, todos
+from tests.openai_stub import OpenAIStub, StubError, system_text, text_reply, tool_calls_reply, tool_names
+
+Responder = Callable[[dict], dict | StubError]
+
+
+def kind_of(request: dict) -> str:
+    """Which part of the agent sent the request, judged the way a server sees it: by tools and prompt."""
+    names = tool_names(request)
+    if "UpdateMemory" in names:
+        return "chat"
+    if "Profile" in names or names == ["PatchDoc"]:
+        return "profile"
+    if "ToDo" in names:
+        return "todo"
+    if system_text(request).startswith("Reflect on the following interaction"):
+        return "instructions"
+    return "chat"
+
+
+class Script:
+    """Replies queued per kind of request; the stub calls it for every request that passes validation."""
+
+    def __init__(self) -> None:
+        self.replies: dict[str, list[dict | StubError]] = defaultdict(list)
+        self.seen: list[str] = []
+
+    def add(self, kind: str, *replies: dict | StubError) -> None:
+        self.replies[kind].extend(replies)
+
+    def __call__(self, request: dict) -> dict | StubError:
+        kind = kind_of(request)
+        self.seen.append(kind)
+        if not self.replies[kind]:
+            return StubError(500, f"no scripted reply for {kind}")
+        return self.replies[kind].pop(0)
+
+
+@pytest.fixture
+def script() -> Script:
+    return Script()
+
+
+@pytest.fixture
+def stub(script, monkeypatch):
+    with OpenAIStub(script) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        monkeypatch.setenv("MAISTRO_MODEL", "gpt-stub")
+        yield server
+
+
+@pytest.fixture
+def agent(stub, tmp_path):
+    return build_graph(tmp_path)
+
+
+def update(*kinds: str) -> dict:
+    return tool_calls_reply(*(("UpdateMemory", {"update_type": kind}) for kind in kinds))
+
+
+def test_two_memories_and_recall_through_chat_openai(agent, stub, script):
+    script.add("chat", update("user", "todo"), text_reply("Nice to meet you, Lance! I added the swim lessons."))
+    script.add("profile", tool_calls_reply(("Profile", {"name": "Lance", "location": "San Francisco"})))
+    script.add("todo", tool_calls_reply(("ToDo", {"task": "Book swim lessons", "solutions": ["SF swim schools"]})))
+
+    agent.invoke({"messages": [HumanMessage("I'm Lance from SF and need to book swim lessons.")]}, config())
+
+    assert profile_of(agent)["location"] == "San Francisco"
+    assert list(todos(agent)) == ["Book swim lessons"]
+    assert all(request["model"] == "gpt-stub" and request["temperature"] == 0 for request in stub.requests)
+    assert script.seen.count("chat") == 2
+
+    script.add("chat", text_reply("You need to book swim lessons."))
+    agent.invoke({"messages": [HumanMessage("What's on my list?")]}, config(thread_id="2"))
+    last_prompt = stub.requests[-1]["messages"]
+    assert "Book swim lessons" in last_prompt[0]["content"]
+    assert [m["role"] for m in last_prompt] == ["system", "user"]
+
+
+def test_reply_streams_token_by_token_and_extraction_stays_quiet(agent, stub, script):
+    script.add("chat", update("todo"), text_reply("I added the dentist appointment to your ToDo list."))
+    script.add("todo", tool_calls_reply(("ToDo", {"task": "Book a dentist", "solutions": ["Call Dr. Lee"]})))
+
+    chunks = [
+        (message, metadata)
+        for message, metadata in agent.stream(
+            {"messages": [HumanMessage("I need to book a dentist.")]}, config(), stream_mode="messages"
+        )
+        if isinstance(message, AIMessageChunk)
+    ]
+
+    texts = [m.content for m, meta in chunks if meta["langgraph_node"] == "task_maistro" and m.content]
+    assert len(texts) > 3 and "".join(texts) == "I added the dentist appointment to your ToDo list."
+    assert all(meta["langgraph_node"] == "task_maistro" for _, meta in chunks)
+    assert all(request.get("stream") for request in stub.requests if kind_of(request) == "chat")
+
+
+def test_thread_recovers_after_a_turn_that_died_mid_update(agent, stub, script):
+    script.add("chat", update("todo"))
+    script.add("todo", *[StubError(500, "upstream exploded")] * 3)
+    with pytest.raises(Exception, match="upstream exploded"):
+        agent.invoke({"messages": [HumanMessage("Remind me to water the plants.")]}, config())
+
+    script.add("chat", text_reply("Sorry, that did not save. Want me to try again?"))
+    result = agent.invoke({"messages": [HumanMessage("Hello?")]}, config())
+
+    assert result["messages"][-1].content == "Sorry, that did not save. Want me to try again?"
+    sent = stub.requests[-1]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "user"]
+    assert todos(agent) == {}
+
