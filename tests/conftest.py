@@ -7,7 +7,7 @@ from langchain_core.messages import AnyMessage, HumanMessage
 
 from graph import build_graph
 from graph.memory_store import INSTRUCTIONS, PROFILE, TODO, namespace, search_all
-from tests.scripted_model import ScriptedChatModel
+from graph.scripted_model import ScriptedChatModel
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,7 @@ import sys
 from langchain_core.messages import HumanMessage
 
 from graph import build_graph
-from tests.scripted_model import ScriptedChatModel, calls, route, say, todo
+from graph.scripted_model import ScriptedChatModel, calls, route, say, todo
 
 REQUEST = "Remind me: "
 

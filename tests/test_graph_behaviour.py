@@ -7,7 +7,7 @@ from langgraph.store.base import PutOp
 from graph.memory_store import TODO, namespace
 from tests.bookkeeping import assert_tool_calls_answered
 from tests.conftest import config, profile_of, todos, turn
-from tests.scripted_model import (
+from graph.scripted_model import (
     calls,
     patch,
     patch_where,

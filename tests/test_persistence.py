@@ -8,7 +8,7 @@ from pathlib import Path
 from graph import build_graph
 from graph.persistence import DATABASE_FILE
 from tests.conftest import todos
-from tests.scripted_model import ScriptedChatModel
+from graph.scripted_model import ScriptedChatModel
 from tests.scripted_session import run_turns, task_keeper
 
 ROOT = Path(__file__).resolve().parents[1]

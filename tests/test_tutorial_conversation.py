@@ -5,7 +5,7 @@ from datetime import datetime
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from tests.conftest import instructions_of, profile_of, todos, turn
-from tests.scripted_model import add, calls, patch_where, profile, remove_where, replace, route, say, todo
+from graph.scripted_model import add, calls, patch_where, profile, remove_where, replace, route, say, todo
 
 SWIM = "Book swim lessons for 1-year-old daughter."
 LOCK = "Fix the jammed electric Yale lock on the door."

@@ -1,4 +1,4 @@
-"""A scripted chat model for graph tests: replies come from per-node scripts, every call is recorded.
+"""A scripted chat model for tests, benchmarks and the key-free demo: per-node scripts, every call recorded.
 
 langchain_core's fake chat models cannot `bind_tools`; this one can. Replies are looked up by the
 top-level graph node that makes the call (`task_maistro`, `update_todos`, …), so parallel branches get
