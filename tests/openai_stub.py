@@ -334,8 +334,8 @@ class OpenAIStub:
     ``tools``, ``tool_choice``, ``stream``, ...) and returns a reply built with
     :func:`text_reply` / :func:`tool_calls_reply`, or a :class:`StubError`.
     Responder calls are serialized by a lock, so a scripted responder need not
-    be thread-safe.  If the responder raises, the stub answers HTTP 500 with
-    the exception text.
+    be thread-safe.  If the responder raises or returns anything else, the
+    stub answers HTTP 500 with the problem in the error message.
     """
 
     def __init__(self, responder: Callable[[dict], dict | StubError]):
@@ -418,7 +418,12 @@ def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             """Answer ``GET /v1/models``; anything else is 404."""
             if self.path.rstrip("/") == _MODELS_PATH:
-                model = {"id": "gpt-test", "object": "model", "created": 0, "owned_by": "openai-stub"}
+                model = {
+                    "id": "gpt-test",
+                    "object": "model",
+                    "created": 0,
+                    "owned_by": "openai-stub",
+                }
                 self._send_json(200, {"object": "list", "data": [model]})
             else:
                 self._send_not_found()
@@ -432,7 +437,8 @@ def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
             try:
                 body = json.loads(raw)
             except ValueError:
-                self._send_json(400, _error_body("We could not parse the JSON body of your request."))
+                problem = "We could not parse the JSON body of your request."
+                self._send_json(400, _error_body(problem))
                 return
             if isinstance(body, dict):
                 stub._record(body)

@@ -35,19 +35,16 @@ def make_llm(stub: OpenAIStub, **kwargs) -> ChatOpenAI:
     )
 
 
-def post_json(url: str, body: object) -> tuple[int, dict]:
-    """POST a JSON body with urllib and return (status, parsed JSON response)."""
-    request = urllib.request.Request(
-        url,
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
+def call_stub(url: str, body: object | None = None) -> tuple[int, dict]:
+    """GET ``url`` (or POST ``body`` as JSON) with urllib; return (status, parsed JSON)."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(request) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
+        with error:
+            return error.code, json.loads(error.read())
 
 
 def test_plain_text_reply():
@@ -154,15 +151,15 @@ def test_orphan_tool_message_and_empty_messages_are_rejected():
             {"role": "user", "content": "hi"},
             {"role": "tool", "tool_call_id": "call_x", "content": "?"},
         ]
-        status, body = post_json(url, {"model": "gpt-test", "messages": orphan})
+        status, body = call_stub(url, {"model": "gpt-test", "messages": orphan})
         assert status == 400
         assert body["error"]["type"] == "invalid_request_error"
         assert "must be a response to a preceeding message with 'tool_calls'" in (
             body["error"]["message"]
         )
 
-        assert post_json(url, {"model": "gpt-test", "messages": []})[0] == 400
-        assert post_json(url, {"model": "gpt-test"})[0] == 400
+        assert call_stub(url, {"model": "gpt-test", "messages": []})[0] == 400
+        assert call_stub(url, {"model": "gpt-test"})[0] == 400
 
 
 def test_stub_error_surfaces_as_internal_server_error():
@@ -179,6 +176,14 @@ def test_stub_error_can_simulate_rate_limit():
     with OpenAIStub(lambda request: StubError(429, "slow down")) as stub:
         with pytest.raises(openai.RateLimitError):
             make_llm(stub, max_retries=0).invoke("hi")
+
+
+def test_broken_responder_answers_500():
+    with OpenAIStub(lambda request: "not a reply") as stub:
+        with pytest.raises(openai.InternalServerError) as excinfo:
+            make_llm(stub, max_retries=0).invoke("hi")
+
+    assert "stub responder failed" in str(excinfo.value)
 
 
 def test_requests_are_recorded_and_helpers_read_them():
@@ -200,7 +205,10 @@ def test_system_text_reads_developer_messages_and_content_parts():
     request = {
         "messages": [
             {"role": "user", "content": "hi"},
-            {"role": "developer", "content": [{"type": "text", "text": "Be "}, {"type": "text", "text": "brief."}]},
+            {
+                "role": "developer",
+                "content": [{"type": "text", "text": "Be "}, {"type": "text", "text": "brief."}],
+            },
         ]
     }
     assert system_text(request) == "Be brief."
@@ -211,11 +219,11 @@ def test_unknown_paths_models_and_lifecycle():
     with pytest.raises(RuntimeError):
         stub.base_url
     with stub:
-        with urllib.request.urlopen(f"{stub.base_url}/models") as response:
-            assert json.loads(response.read())["object"] == "list"
-        with pytest.raises(urllib.error.HTTPError) as excinfo:
-            urllib.request.urlopen(f"{stub.base_url}/nowhere")
-        assert excinfo.value.code == 404
-        assert post_json(f"{stub.base_url}/responses", {})[0] == 404
+        status, models = call_stub(f"{stub.base_url}/models")
+        assert (status, models["object"]) == (200, "list")
+        assert call_stub(f"{stub.base_url}/nowhere")[0] == 404
+        status, body = call_stub(f"{stub.base_url}/responses", {})
+        assert status == 404
+        assert body["error"]["message"] == "Invalid URL (POST /v1/responses)"
     stub.stop()
     assert stub.requests == []
