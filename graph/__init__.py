@@ -3,7 +3,7 @@
 from graph.agent import create_builder
 from graph.configuration import Configuration
 from graph.model import ModelNotConfiguredError, ensure_model_configured, load_chat_model
-from graph.persistence import build_graph, data_dir, open_sqlite
+from graph.persistence import build_graph, data_dir, open_postgres, open_sqlite, open_storage
 
 __all__ = [
     "Configuration",
@@ -13,5 +13,7 @@ __all__ = [
     "data_dir",
     "ensure_model_configured",
     "load_chat_model",
+    "open_postgres",
     "open_sqlite",
+    "open_storage",
 ]

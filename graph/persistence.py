@@ -1,13 +1,16 @@
-"""Durable defaults: one SQLite database in the user's data directory for threads and memories."""
+"""Durable defaults: one SQLite database in the user's data directory, or PostgreSQL when configured."""
 
 import os
 import sqlite3
+import time
 from pathlib import Path
 
 import platformdirs
 from filelock import FileLock
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.base import BaseStore
 from langgraph.store.sqlite import SqliteStore
 
 from graph.agent import create_builder
@@ -16,6 +19,9 @@ from graph.model import ChatModelFactory, load_chat_model
 APP_NAME = "task-maistro"
 DATABASE_FILE = "maistro.sqlite"
 BUSY_TIMEOUT_SECONDS = 30.0
+POSTGRES_POOL_SIZE = 10
+# Serialises table setup across processes starting at once on a fresh database.
+POSTGRES_SETUP_LOCK = 0x6D61697374726F
 
 
 def data_dir() -> Path:
@@ -49,9 +55,51 @@ def open_sqlite(directory: Path | None = None) -> tuple[SqliteSaver, SqliteStore
     return checkpointer, store
 
 
+def open_postgres(url: str) -> tuple[BaseCheckpointSaver, BaseStore]:
+    """`PostgresSaver` + `PostgresStore` sharing a connection pool, their tables created once across processes."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from langgraph.store.postgres import PostgresStore
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool
+
+    pool = ConnectionPool(
+        url,
+        min_size=1,
+        max_size=POSTGRES_POOL_SIZE,
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        open=True,
+    )
+    checkpointer, store = PostgresSaver(pool), PostgresStore(pool)
+    with pool.connection() as conn:
+        # Poll instead of blocking in pg_advisory_lock: a blocked statement holds a snapshot that the
+        # migrations' CREATE INDEX CONCURRENTLY in the lock holder would wait for, a deadlock.
+        lock = "SELECT pg_try_advisory_lock(%s) AS locked"
+        while not conn.execute(lock, (POSTGRES_SETUP_LOCK,)).fetchone()["locked"]:
+            time.sleep(0.05)
+        try:
+            checkpointer.setup()
+            store.setup()
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (POSTGRES_SETUP_LOCK,))
+    return checkpointer, store
+
+
+def open_storage(
+    data_dir: Path | str | None = None, database_url: str | None = None
+) -> tuple[BaseCheckpointSaver, BaseStore]:
+    """PostgreSQL when a URL is given or MAISTRO_DATABASE_URL is set, else SQLite in the data directory."""
+    url = database_url or os.environ.get("MAISTRO_DATABASE_URL")
+    if url:
+        return open_postgres(url)
+    return open_sqlite(Path(data_dir) if data_dir else None)
+
+
 def build_graph(
-    data_dir: Path | str | None = None, *, chat_model: ChatModelFactory = load_chat_model
+    data_dir: Path | str | None = None,
+    *,
+    database_url: str | None = None,
+    chat_model: ChatModelFactory = load_chat_model,
 ) -> CompiledStateGraph:
-    """The agent compiled with SQLite persistence: threads and memories survive restarts."""
-    checkpointer, store = open_sqlite(Path(data_dir) if data_dir else None)
+    """The agent compiled with durable persistence: threads and memories survive restarts."""
+    checkpointer, store = open_storage(data_dir, database_url)
     return create_builder(chat_model).compile(checkpointer=checkpointer, store=store, name="task_maistro")

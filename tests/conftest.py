@@ -1,19 +1,27 @@
 """Shared fixtures: a scripted model and the durable graph on a temporary data directory."""
 
+import itertools
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
+import psycopg
 import pytest
 from langchain_core.messages import AnyMessage, HumanMessage
 
 from graph import build_graph
 from graph.memory_store import INSTRUCTIONS, PROFILE, TODO, namespace, search_all
 from graph.scripted_model import ScriptedChatModel
+from tests import postgres_server
+
+_database_numbers = itertools.count()
 
 
 @pytest.fixture(autouse=True)
 def no_real_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Tests never reach a real endpoint or the user's own data directory."""
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE", "MAISTRO_MODEL", "LANGSMITH_TRACING"):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE", "MAISTRO_MODEL", "MAISTRO_DATABASE_URL", "LANGSMITH_TRACING"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MAISTRO_DATA_DIR", str(tmp_path / "default-data"))
     monkeypatch.setenv("MAISTRO_TIMEZONE", "America/Los_Angeles")
@@ -25,10 +33,32 @@ def model() -> ScriptedChatModel:
     return ScriptedChatModel()
 
 
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A PostgreSQL server: MAISTRO_TEST_DATABASE_URL (CI starts one), else one started for this session."""
+    if url := os.environ.get("MAISTRO_TEST_DATABASE_URL"):
+        yield url
+        return
+    directory = Path(tempfile.mkdtemp(prefix="maistro-pg-"))
+    yield postgres_server.start(directory)
+    postgres_server.stop(directory)
+    shutil.rmtree(directory, ignore_errors=True)
+
+
 @pytest.fixture
-def agent(model: ScriptedChatModel, tmp_path: Path):
-    """The agent as `build_graph()` returns it (SQLite), driven by the scripted model."""
-    return build_graph(tmp_path / "data", chat_model=lambda _settings: model)
+def fresh_database(postgres_url: str) -> str:
+    """The URL of a new, empty database on the test server."""
+    name = f"maistro_test_{os.getpid()}_{next(_database_numbers)}"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return postgres_url.rsplit("/", 1)[0] + f"/{name}"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def agent(request, model: ScriptedChatModel, tmp_path: Path):
+    """The agent as `build_graph()` returns it, on SQLite and on PostgreSQL, driven by the scripted model."""
+    database_url = request.getfixturevalue("fresh_database") if request.param == "postgres" else None
+    return build_graph(tmp_path / "data", database_url=database_url, chat_model=lambda _settings: model)
 
 
 def config(user_id: str = "Lance", thread_id: str = "1", **extra) -> dict:
