@@ -1,8 +1,7 @@
 """The `task_maistro` node: answers the user with their memories in the prompt, and decides what to save."""
 
-from langchain_core.messages import AnyMessage, RemoveMessage, SystemMessage
+from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.store.base import BaseStore
 
 from graph.configuration import Configuration
@@ -10,6 +9,8 @@ from graph.memory_store import read_instructions, read_profile, read_todos
 from graph.model import ChatModelFactory
 from graph.rendering import render_profile, render_todos
 from graph.state import State
+from graph.summary import fold_into_summary
+from graph.thread_edits import thread_update
 from graph.tool_calls import (
     answer_dangling_tool_calls,
     memory_rounds_in_turn,
@@ -17,15 +18,15 @@ from graph.tool_calls import (
     reject_invalid_calls,
     without_tool_calls,
 )
-from prompts import LANGUAGE_RULE, MODEL_SYSTEM_MESSAGE
+from prompts import LANGUAGE_RULE, MODEL_SYSTEM_MESSAGE, SUMMARY_BLOCK
 from schemas import UpdateMemory
 
 # Routing needs one step for the update nodes and one for the chat node that answers afterwards.
 STEPS_PER_ROUND = 2
 
 
-def chat_system_message(store: BaseStore, settings: Configuration) -> SystemMessage:
-    """The chat prompt with the user's profile, ToDo list and instructions filled in."""
+def chat_system_message(store: BaseStore, settings: Configuration, summary: str) -> SystemMessage:
+    """The chat prompt with the user's profile, ToDo list, instructions and the thread's summary filled in."""
     user_id = settings.resolved_user_id
     profile = read_profile(store, user_id)
     return SystemMessage(
@@ -37,18 +38,26 @@ def chat_system_message(store: BaseStore, settings: Configuration) -> SystemMess
             instructions=read_instructions(store, user_id),
             language_rule=LANGUAGE_RULE,
         )
+        + ("\n\n" + SUMMARY_BLOCK.format(summary=summary) if summary else "")
     )
 
 
 def task_maistro(
     state: State, config: RunnableConfig, *, store: BaseStore, chat_model: ChatModelFactory
 ) -> dict:
-    """Answer the user, or call UpdateMemory; repairs dangling tool calls and answers invalid ones first."""
+    """Answer the user, or call UpdateMemory.
+
+    Before the model call the thread is made valid (dangling tool calls answered) and, at the start of a
+    turn past the token budget, older messages are folded into the summary.
+    """
     settings = Configuration.from_runnable_config(config)
     model = chat_model(settings)
-    repaired = answer_dangling_tool_calls(state["messages"])
-    thread: list[AnyMessage] = repaired or list(state["messages"])
-    system = chat_system_message(store, settings)
+    original = state["messages"]
+    thread = answer_dangling_tool_calls(original) or list(original)
+    summary = state.get("summary", "")
+    if isinstance(thread[-1], HumanMessage):
+        thread, summary = fold_into_summary(thread, summary, model, settings)
+    system = chat_system_message(store, settings, summary)
     new_messages: list[AnyMessage] = []
     while True:
         rounds = memory_rounds_in_turn(thread + new_messages)
@@ -64,6 +73,4 @@ def task_maistro(
         new_messages += [response, *rejected]
         if not rejected or pending_update_calls(thread + new_messages):
             break
-    if repaired:
-        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *repaired, *new_messages]}
-    return {"messages": new_messages}
+    return {"messages": [*thread_update(original, thread), *new_messages], "summary": summary}

@@ -36,6 +36,14 @@ class Configuration:
         default=3,
         metadata={"description": "Memory-update rounds allowed per user turn before answering without tools."},
     )
+    summary_trigger_tokens: int = field(
+        default=3000,
+        metadata={"description": "Thread size (estimated tokens) past which older messages fold into a summary."},
+    )
+    messages_kept: int = field(
+        default=8,
+        metadata={"description": "How many recent messages stay verbatim when the thread is summarised."},
+    )
     timezone: str = field(
         default_factory=lambda: _env("MAISTRO_TIMEZONE", ""),
         metadata={"description": "IANA time zone for dates in prompts (MAISTRO_TIMEZONE); empty means the system's."},

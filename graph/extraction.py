@@ -20,6 +20,7 @@ from langgraph.errors import GraphRecursionError
 from langgraph.store.base import BaseStore, PutOp
 
 from graph.tool_calls import last_ai_message
+from prompts import SUMMARY_BLOCK
 
 SEE_ABOVE = "Handled together with the previous UpdateMemory call."
 # trustcall retries unusable model output in a loop; this bounds it (a normal extraction takes < 12 steps).
@@ -64,9 +65,10 @@ def conversation(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
     return visible
 
 
-def extraction_messages(instruction: str, messages: Sequence[AnyMessage]) -> list[AnyMessage]:
-    """The system instruction followed by the conversation, with consecutive same-role messages merged."""
-    return list(merge_message_runs([SystemMessage(content=instruction), *conversation(messages)]))
+def extraction_messages(instruction: str, messages: Sequence[AnyMessage], summary: str = "") -> list[AnyMessage]:
+    """The instruction (with the thread's summary) and the conversation, same-role runs merged."""
+    system = instruction + ("\n\n" + SUMMARY_BLOCK.format(summary=summary) if summary else "")
+    return list(merge_message_runs([SystemMessage(content=system), *conversation(messages)]))
 
 
 def run_extractor(extractor: Runnable, inputs: dict, config: RunnableConfig) -> dict | None:

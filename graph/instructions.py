@@ -1,11 +1,11 @@
 """The `update_instructions` node: rewrites the user's ToDo-writing instructions with one model call."""
 
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
 
 from graph.configuration import Configuration
-from graph.extraction import MemoryChange, answer_update_calls, conversation, quiet, write_changes
+from graph.extraction import MemoryChange, answer_update_calls, extraction_messages, quiet, write_changes
 from graph.memory_store import INSTRUCTIONS, INSTRUCTIONS_KEY, namespace
 from graph.model import ChatModelFactory
 from graph.state import State
@@ -21,9 +21,9 @@ def update_instructions(
     ns = namespace(INSTRUCTIONS, settings.resolved_user_id)
     current = store.get(ns, INSTRUCTIONS_KEY)
     before = current.value if current else None
+    instruction = CREATE_INSTRUCTIONS.format(current_instructions=(before or {}).get("memory", ""))
     prompt = [
-        SystemMessage(content=CREATE_INSTRUCTIONS.format(current_instructions=(before or {}).get("memory", ""))),
-        *conversation(state["messages"]),
+        *extraction_messages(instruction, state["messages"], state.get("summary", "")),
         HumanMessage(content=INSTRUCTIONS_REQUEST),
     ]
     text = quiet(chat_model(settings)).invoke(prompt, config).text.strip()

@@ -34,7 +34,7 @@ def update_profile(
     result = run_extractor(
         extractor,
         {
-            "messages": extraction_messages(instruction, state["messages"]),
+            "messages": extraction_messages(instruction, state["messages"], state.get("summary", "")),
             "existing": [(key, "Profile", value) for key, value in existing.items()] or None,
         },
         config,

@@ -5,6 +5,10 @@ from langgraph.managed import RemainingSteps
 
 
 class State(MessagesState):
-    """Messages of the thread; `remaining_steps` lets the chat node stop routing before the recursion limit."""
+    """The thread's recent messages and the summary of older ones.
 
+    `remaining_steps` lets the chat node stop routing before the recursion limit.
+    """
+
+    summary: str
     remaining_steps: RemainingSteps

@@ -62,7 +62,7 @@ def update_todos(
     result = run_extractor(
         extractor,
         {
-            "messages": extraction_messages(instruction, state["messages"]),
+            "messages": extraction_messages(instruction, state["messages"], state.get("summary", "")),
             "existing": [(key, "ToDo", value) for key, value in existing.items()] or None,
         },
         config,

@@ -99,3 +99,18 @@ Your current instructions are:
 </current_instructions>"""
 
 INSTRUCTIONS_REQUEST = "Please update the instructions based on the conversation"
+
+SUMMARY_BLOCK = """Summary of the earlier conversation in this thread:
+<conversation_summary>
+{summary}
+</conversation_summary>"""
+
+SUMMARIZE_CONVERSATION = """You keep a running summary of a conversation between a user and their ToDo assistant.
+
+Fold the new messages into the existing summary and answer with the one updated summary only. Keep facts
+about the user, tasks and decisions, dates, open questions and anything the assistant promised; drop
+greetings and repetition. Write it in the language(s) the user used.
+
+<existing_summary>
+{summary}
+</existing_summary>"""
