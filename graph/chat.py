@@ -5,12 +5,13 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
 
 from graph.configuration import Configuration
-from graph.memory_store import read_instructions, read_profile, read_todos
+from graph.memory_store import read_instructions, read_profile
 from graph.model import ChatModelFactory
 from graph.rendering import render_profile, render_todos
 from graph.state import State
 from graph.summary import fold_into_summary
 from graph.thread_edits import thread_update
+from graph.todo_selection import recent_user_text, select_todos
 from graph.tool_calls import (
     answer_dangling_tool_calls,
     memory_rounds_in_turn,
@@ -25,16 +26,19 @@ from schemas import UpdateMemory
 STEPS_PER_ROUND = 2
 
 
-def chat_system_message(store: BaseStore, settings: Configuration, summary: str) -> SystemMessage:
-    """The chat prompt with the user's profile, ToDo list, instructions and the thread's summary filled in."""
+def chat_system_message(
+    store: BaseStore, settings: Configuration, thread: list[AnyMessage], summary: str
+) -> SystemMessage:
+    """The chat prompt with the user's profile, relevant ToDos, instructions and the thread's summary."""
     user_id = settings.resolved_user_id
     profile = read_profile(store, user_id)
+    todos = select_todos(store, user_id, recent_user_text(thread), settings.todo_prompt_limit)
     return SystemMessage(
         content=MODEL_SYSTEM_MESSAGE.format(
             role=settings.role,
             now=settings.now_text(),
             user_profile=render_profile(profile.value if profile else None),
-            todo=render_todos(read_todos(store, user_id)),
+            todo=render_todos(todos.items, todos.hidden_open, todos.hidden_closed),
             instructions=read_instructions(store, user_id),
             language_rule=LANGUAGE_RULE,
         )
@@ -57,7 +61,7 @@ def task_maistro(
     summary = state.get("summary", "")
     if isinstance(thread[-1], HumanMessage):
         thread, summary = fold_into_summary(thread, summary, model, settings)
-    system = chat_system_message(store, settings, summary)
+    system = chat_system_message(store, settings, thread, summary)
     new_messages: list[AnyMessage] = []
     while True:
         rounds = memory_rounds_in_turn(thread + new_messages)

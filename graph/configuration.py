@@ -36,6 +36,14 @@ class Configuration:
         default=3,
         metadata={"description": "Memory-update rounds allowed per user turn before answering without tools."},
     )
+    todo_prompt_limit: int = field(
+        default=30,
+        metadata={"description": "Most ToDo items a prompt carries; past it, the ones relevant to the turn."},
+    )
+    todo_update_limit: int = field(
+        default=12,
+        metadata={"description": "Most ToDo items one update may patch or delete: the ones relevant to the turn."},
+    )
     summary_trigger_tokens: int = field(
         default=3000,
         metadata={"description": "Thread size (estimated tokens) past which older messages fold into a summary."},

@@ -28,6 +28,12 @@ def render_todo(todo: Mapping[str, Any]) -> str:
     return " | ".join(parts)
 
 
-def render_todos(items: Iterable[Item]) -> str:
-    """The ToDo list, one compact line per item."""
-    return "\n".join(f"- {render_todo(item.value)}" for item in items)
+def render_todos(items: Iterable[Item], hidden_open: int = 0, hidden_closed: int = 0) -> str:
+    """The ToDo list, one compact line per item, then a count of the items not shown."""
+    lines = [f"- {render_todo(item.value)}" for item in items]
+    if hidden_open or hidden_closed:
+        lines.append(
+            f"(Not shown: {hidden_open} more open and {hidden_closed} done or archived items. "
+            "Items the user names are always shown.)"
+        )
+    return "\n".join(lines)

@@ -18,7 +18,8 @@ from graph.extraction import (
     run_extractor,
     write_changes,
 )
-from graph.memory_store import TODO, namespace, read_instructions, search_all
+from graph.memory_store import TODO, namespace, read_instructions
+from graph.todo_selection import recent_user_text, select_todos
 from graph.model import ChatModelFactory
 from graph.state import State
 from graph.tool_calls import pending_update_calls
@@ -45,7 +46,8 @@ def update_todos(
     settings = Configuration.from_runnable_config(config)
     user_id = settings.resolved_user_id
     ns = namespace(TODO, user_id)
-    existing = {item.key: item.value for item in search_all(store, ns)}
+    reachable = select_todos(store, user_id, recent_user_text(state["messages"]), settings.todo_update_limit)
+    existing = {item.key: item.value for item in reachable.items}
     calls = pending_update_calls(state["messages"], "todo")
     extractor = create_extractor(
         quiet(chat_model(settings)),

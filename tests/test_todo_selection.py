@@ -1,0 +1,83 @@
+"""Bounded long-term context: past a limit, prompts carry the ToDos relevant to the turn plus counts."""
+
+from langgraph.store.base import PutOp
+from langgraph.store.memory import InMemoryStore
+
+from graph.memory_store import TODO, namespace
+from graph.scripted_model import patch_where, replace, route, say
+from graph.todo_selection import select_todos, terms
+from graph.tokens import count_tokens
+from tests.conftest import todos, turn
+
+CHORES = ["Water the plants", "Pay the electricity bill", "Renew passport", "Call grandma", "Clean gutters"]
+
+
+def fill(store, user_id: str, count: int, status: str = "not started") -> None:
+    store.batch(
+        [
+            PutOp(namespace(TODO, user_id), f"item-{n:05d}", {
+                "task": f"{CHORES[n % len(CHORES)]} (batch {n})", "time_to_complete": 15, "deadline": None,
+                "solutions": ["Do it on Saturday"], "status": status,
+            })
+            for n in range(count)
+        ]
+    )
+
+
+def test_short_lists_are_shown_whole():
+    store = InMemoryStore()
+    fill(store, "u", 12)
+    selection = select_todos(store, "u", "anything", limit=30)
+    assert len(selection.items) == 12 and selection.hidden_open == selection.hidden_closed == 0
+
+
+def test_a_named_item_is_found_in_a_list_of_two_thousand():
+    store = InMemoryStore()
+    fill(store, "u", 2000)
+    store.put(namespace(TODO, "u"), "item-zebra", {"task": "Feed the zebra at the city farm", "status": "not started",
+                                                   "solutions": ["Bring hay"], "deadline": None, "time_to_complete": 5})
+    fill(store, "u", 10)
+
+    selection = select_todos(store, "u", "I fed the zebra, mark it done", limit=30)
+
+    assert "item-zebra" in [item.key for item in selection.items]
+    assert len(selection.items) == 30
+    assert selection.hidden_open + selection.hidden_closed == 2001 - 30
+
+
+def test_chinese_names_match_by_character_bigrams():
+    store = InMemoryStore()
+    fill(store, "u", 100)
+    store.put(namespace(TODO, "u"), "swim", {"task": "给女儿报名游泳课", "status": "not started", "solutions": ["问问社区中心"],
+                                             "deadline": None, "time_to_complete": 30})
+    assert {"游泳", "报名"} <= terms("游泳课报名好了")
+    selection = select_todos(store, "u", "游泳课报名好了", limit=10)
+    assert "swim" in [item.key for item in selection.items]
+
+
+def test_closed_items_are_counted_not_shown():
+    store = InMemoryStore()
+    fill(store, "u", 40, status="done")
+    store.put(namespace(TODO, "u"), "open", {"task": "Book dentist", "status": "not started", "solutions": ["Dr. Lee"],
+                                             "deadline": None, "time_to_complete": 5})
+    selection = select_todos(store, "u", "hello", limit=10)
+    assert [item.key for item in selection.items] == ["open"]
+    assert selection.hidden_open == 0 and selection.hidden_closed == 40
+
+
+def chat_prompt_tokens(agent, model, count: int, user_id: str) -> tuple[int, int]:
+    fill(agent.store, user_id, count)
+    model.add("task_maistro", route("todo"), say("Done."))
+    model.add("update_todos", patch_where("(batch 7)", replace("/status", "done")))
+    turn(agent, "I renewed my passport (batch 7), it's done.", user_id=user_id, thread_id=user_id)
+    assert todos(agent, user_id)["Renew passport (batch 7)"]["status"] == "done"
+    chat, extraction = model.calls_in("task_maistro")[-2], model.calls_in("update_todos")[-1]
+    return count_tokens(chat.messages), count_tokens(extraction.messages)
+
+
+def test_prompt_cost_stays_flat_as_the_list_grows(agent, model):
+    small_chat, small_extraction = chat_prompt_tokens(agent, model, 10, "small")
+    large_chat, large_extraction = chat_prompt_tokens(agent, model, 500, "large")
+
+    assert large_chat <= 2 * small_chat, (small_chat, large_chat)
+    assert large_extraction <= 2 * small_extraction, (small_extraction, large_extraction)
