@@ -1,48 +1,12 @@
 """End to end through the real ChatOpenAI client against a local OpenAI-compatible stub server."""
 
-from collections import defaultdict
-from collections.abc import Callable
-
 import pytest
 from langchain_core.messages import AIMessageChunk, HumanMessage
 
 from graph import build_graph
 from tests.conftest import config, profile_of, todos
-from tests.openai_stub import OpenAIStub, StubError, system_text, text_reply, tool_calls_reply, tool_names
-
-Responder = Callable[[dict], dict | StubError]
-
-
-def kind_of(request: dict) -> str:
-    """Which part of the agent sent the request, judged the way a server sees it: by tools and prompt."""
-    names = tool_names(request)
-    if "UpdateMemory" in names:
-        return "chat"
-    if "Profile" in names or names == ["PatchDoc"]:
-        return "profile"
-    if "ToDo" in names:
-        return "todo"
-    if system_text(request).startswith("Reflect on the following interaction"):
-        return "instructions"
-    return "chat"
-
-
-class Script:
-    """Replies queued per kind of request; the stub calls it for every request that passes validation."""
-
-    def __init__(self) -> None:
-        self.replies: dict[str, list[dict | StubError]] = defaultdict(list)
-        self.seen: list[str] = []
-
-    def add(self, kind: str, *replies: dict | StubError) -> None:
-        self.replies[kind].extend(replies)
-
-    def __call__(self, request: dict) -> dict | StubError:
-        kind = kind_of(request)
-        self.seen.append(kind)
-        if not self.replies[kind]:
-            return StubError(500, f"no scripted reply for {kind}")
-        return self.replies[kind].pop(0)
+from tests.openai_stub import OpenAIStub, StubError, text_reply, tool_calls_reply
+from tests.stub_script import Script, kind_of, update
 
 
 @pytest.fixture
@@ -62,10 +26,6 @@ def stub(script, monkeypatch):
 @pytest.fixture
 def agent(stub, tmp_path):
     return build_graph(tmp_path)
-
-
-def update(*kinds: str) -> dict:
-    return tool_calls_reply(*(("UpdateMemory", {"update_type": kind}) for kind in kinds))
 
 
 def test_two_memories_and_recall_through_chat_openai(agent, stub, script):
