@@ -26,11 +26,15 @@ def ensure_model_configured() -> None:
         raise ModelNotConfiguredError(NO_MODEL_MESSAGE)
 
 
-def load_chat_model(settings: Configuration) -> BaseChatModel:
-    """Create the configured chat model at temperature 0 (ChatOpenAI reads OPENAI_BASE_URL itself)."""
+def load_chat_model(settings: Configuration, *, max_retries: int | None = None) -> BaseChatModel:
+    """Create the configured chat model at temperature 0 (ChatOpenAI reads OPENAI_BASE_URL itself).
+
+    `max_retries` is how often the client retries a failed request (None: the client's default of 2).
+    """
     ensure_model_configured()
     return ChatOpenAI(
         model=settings.model,
         temperature=0,
         api_key=os.environ.get("OPENAI_API_KEY") or "not-needed",
+        max_retries=max_retries,
     )
