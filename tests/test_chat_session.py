@@ -1,0 +1,123 @@
+"""One chat turn as the CLI sees it: streamed tokens, memory-change notes, and resuming a failed turn."""
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from graph import build_graph
+from graph.change_notes import change_notes
+from graph.chat_session import ChatSession, Note, Token
+from graph.scripted_model import calls, patch_where, profile, remove_where, replace, route, say, todo
+from tests.conftest import todos
+from tests.openai_stub import OpenAIStub, text_reply, tool_calls_reply
+from tests.stub_script import Script, update
+
+SWIM = {"task": "Book swim lessons", "status": "not started", "solutions": ["SF swim schools"]}
+
+
+def change(action: str, before: dict | None, after: dict | None, key: str = "k1") -> dict:
+    return {"action": action, "key": key, "before": before, "after": after}
+
+
+@pytest.mark.parametrize(
+    "artifact, notes",
+    [
+        ({"kind": "todo", "changes": [change("created", None, SWIM)]}, ["ToDo added: Book swim lessons"]),
+        ({"kind": "todo", "changes": [change("deleted", SWIM, None)]}, ["ToDo removed: Book swim lessons"]),
+        (
+            {"kind": "todo", "changes": [change("updated", SWIM, {**SWIM, "status": "done"})]},
+            ["ToDo done: Book swim lessons"],
+        ),
+        (
+            {"kind": "todo", "changes": [change("updated", SWIM, {**SWIM, "deadline": "2026-11-30T23:59:00-08:00"})]},
+            ["ToDo updated: Book swim lessons (deadline)"],
+        ),
+        (
+            {"kind": "profile", "changes": [change("created", None, {"name": "Lance", "job": None, "interests": []})]},
+            ["Profile updated (name)"],
+        ),
+        ({"kind": "instructions", "changes": [change("created", None, {"memory": "Be brief."})]}, ["Instructions updated"]),
+        ({"kind": "profile", "changes": []}, []),
+        (None, []),
+    ],
+)
+def test_change_notes(artifact, notes):
+    assert change_notes(artifact) == notes
+
+
+def test_a_turn_yields_notes_then_the_reply(agent, model):
+    model.add("task_maistro", route("user", "todo"), say("Hi Lance, I added the swim lessons."))
+    model.add("update_profile", calls(profile(name="Lance")))
+    model.add("update_todos", calls(todo("Book swim lessons", solutions=["SF swim schools"])))
+    session = ChatSession(agent, "Lance")
+
+    events = list(session.send("I'm Lance and need to book swim lessons."))
+
+    assert sorted(e.text for e in events if isinstance(e, Note)) == ["Profile updated (name)", "ToDo added: Book swim lessons"]
+    assert isinstance(events[-1], Token) and events[-1].text == "Hi Lance, I added the swim lessons."
+    assert [e for e in events if isinstance(e, Token)] == [events[-1]]
+
+
+def test_every_change_kind_is_noted(agent, model):
+    session = ChatSession(agent, "Lance")
+    model.add("task_maistro", route("todo"), say("Added."))
+    model.add("update_todos", calls(todo("Fix lock", solutions=["Locksmith"]), todo("Call Toyota", solutions=["Phone"])))
+    list(session.send("Fix the lock and call Toyota."))
+    model.add("task_maistro", route("todo"), say("Done and removed."))
+    model.add(
+        "update_todos",
+        lambda messages, tools: calls(
+            *patch_where("Fix lock", replace("/status", "done"))(messages, tools).tool_calls,
+            *remove_where("Call Toyota")(messages, tools).tool_calls,
+        ),
+    )
+    notes = [e.text for e in session.send("The lock is fixed; forget Toyota.") if isinstance(e, Note)]
+    assert notes == ["ToDo done: Fix lock", "ToDo removed: Call Toyota"]
+
+
+def test_sending_the_failed_message_again_resumes_the_turn_without_repeating_it(agent, model):
+    def endpoint_down(_messages, _tools):
+        raise ConnectionError("endpoint down")
+
+    session = ChatSession(agent, "Lance", "t1")
+    model.add("task_maistro", route("todo"), say("Added the dentist."))
+    model.add("update_todos", endpoint_down)
+    with pytest.raises(ConnectionError):
+        list(session.send("Book a dentist."))
+
+    model.add("update_todos", calls(todo("Book a dentist", solutions=["Dr. Lee"])))
+    events = list(session.send("Book a dentist."))
+
+    assert [e.text for e in events] == ["ToDo added: Book a dentist", "Added the dentist."]
+    history = agent.get_state(session.config).values["messages"]
+    assert [m.type for m in history] == ["human", "ai", "tool", "ai"]
+    assert list(todos(agent)) == ["Book a dentist"]
+    assert model.remaining() == {}
+
+
+def test_a_different_message_after_a_failure_starts_a_new_turn(agent, model):
+    def endpoint_down(_messages, _tools):
+        raise ConnectionError("endpoint down")
+
+    session = ChatSession(agent, "Lance", "t1")
+    model.add("task_maistro", endpoint_down, say("Hello again."))
+    with pytest.raises(ConnectionError):
+        list(session.send("Hi."))
+
+    assert [e.text for e in session.send("Are you there?")] == ["Hello again."]
+    assert [m.content for m in agent.get_state(session.config).values["messages"] if isinstance(m, HumanMessage)] == [
+        "Hi.",
+        "Are you there?",
+    ]
+
+
+def test_tokens_stream_from_an_openai_compatible_endpoint(monkeypatch, tmp_path):
+    script = Script()
+    script.add("chat", update("todo"), text_reply("I added the dentist appointment to your ToDo list."))
+    script.add("todo", tool_calls_reply(("ToDo", {"task": "Book a dentist", "solutions": ["Call Dr. Lee"]})))
+    with OpenAIStub(script) as stub:
+        monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
+        events = list(ChatSession(build_graph(tmp_path), "Lance").send("I need to book a dentist."))
+
+    assert events[0] == Note("ToDo added: Book a dentist")
+    tokens = [e.text for e in events[1:]]
+    assert len(tokens) > 5 and "".join(tokens) == "I added the dentist appointment to your ToDo list."
