@@ -1,6 +1,8 @@
 """What the update nodes share: the conversation they extract from, stable keys, and atomic writes."""
 
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
@@ -18,6 +20,8 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.errors import GraphRecursionError
 from langgraph.store.base import BaseStore, PutOp
+from pydantic import BaseModel
+from trustcall import create_extractor
 
 from graph.tool_calls import last_ai_message
 from prompts import SUMMARY_BLOCK
@@ -29,6 +33,9 @@ EXTRACTION_FAILED = (
     "The {memory} update failed: the model's output could not be used after several attempts, "
     "so nothing was changed."
 )
+EXTRACTOR_CACHE_SIZE = 32
+_extractors: OrderedDict[tuple[int, str], tuple[BaseChatModel, Runnable]] = OrderedDict()
+_extractors_lock = threading.Lock()
 KEY_NAMESPACE = uuid.UUID("5b1d3c52-8f43-4a53-9f5e-0c6f1d1f6a10")
 
 
@@ -50,6 +57,25 @@ class MemoryChange:
 def quiet(model: BaseChatModel) -> BaseChatModel:
     """A copy of the model whose tokens are not streamed to the user (extraction calls are internal)."""
     return model.model_copy(update={"tags": [*(model.tags or []), TAG_NOSTREAM]})
+
+
+def cached_extractor(model: BaseChatModel, schema: type[BaseModel], **options: bool) -> Runnable:
+    """trustcall's extractor for one model and schema, built once: building it converts every tool schema.
+
+    `options` (enable_inserts, enable_deletes) must be the same for every call with the same schema.
+    """
+    key = (id(model), schema.__name__)
+    with _extractors_lock:
+        cached = _extractors.get(key)
+        if cached and cached[0] is model:
+            _extractors.move_to_end(key)
+            return cached[1]
+    extractor = create_extractor(quiet(model), tools=[schema], tool_choice=schema.__name__, **options)
+    with _extractors_lock:
+        _extractors[key] = (model, extractor)
+        while len(_extractors) > EXTRACTOR_CACHE_SIZE:
+            _extractors.popitem(last=False)
+    return extractor
 
 
 def conversation(messages: Sequence[AnyMessage]) -> list[AnyMessage]:

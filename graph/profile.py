@@ -2,15 +2,14 @@
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
-from trustcall import create_extractor
 
 from graph.configuration import Configuration
 from graph.extraction import (
     EXTRACTION_FAILED,
     answer_update_calls,
+    cached_extractor,
     changes_from_extraction,
     extraction_messages,
-    quiet,
     run_extractor,
     write_changes,
 )
@@ -29,7 +28,7 @@ def update_profile(
     settings = Configuration.from_runnable_config(config)
     ns = namespace(PROFILE, settings.resolved_user_id)
     existing = {item.key: item.value for item in search_all(store, ns)}
-    extractor = create_extractor(quiet(chat_model(settings)), tools=[Profile], tool_choice="Profile")
+    extractor = cached_extractor(chat_model(settings), Profile)
     instruction = TRUSTCALL_INSTRUCTION.format(language_rule=LANGUAGE_RULE, now=settings.now_text())
     result = run_extractor(
         extractor,

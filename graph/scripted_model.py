@@ -7,6 +7,7 @@ their own replies whatever order they run in. A reply is an `AIMessage` or a fun
 the way a real model does.
 """
 
+import json
 import re
 import threading
 import time
@@ -22,6 +23,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field
 
+from graph.tokens import count_text_tokens, count_tokens
+
 Reply = Union[Callable[[Sequence[BaseMessage], list[str]], AIMessage], AIMessage]
 
 
@@ -35,10 +38,20 @@ class ModelCall:
 
     node: str
     messages: list[BaseMessage]
-    tool_names: list[str]
+    tools: list[dict]
     reply: AIMessage
     started: float
     ended: float
+
+    @property
+    def tool_names(self) -> list[str]:
+        """Names of the tools bound for the call."""
+        return [tool["function"]["name"] for tool in self.tools]
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Estimated prompt tokens of the call: its messages plus the tool schemas sent with them."""
+        return count_tokens(self.messages) + count_text_tokens(json.dumps(self.tools, ensure_ascii=False))
 
     @property
     def system(self) -> str:
@@ -87,7 +100,8 @@ class ScriptedChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         node = _calling_node(run_manager)
-        tool_names = [tool["function"]["name"] for tool in kwargs.get("tools") or []]
+        tools = list(kwargs.get("tools") or [])
+        tool_names = [tool["function"]["name"] for tool in tools]
         started = time.perf_counter()
         with self.lock:
             queue = self.script.get(node) or []
@@ -102,7 +116,7 @@ class ScriptedChatModel(BaseChatModel):
         message = reply(messages, tool_names) if callable(reply) else reply
         message = message.model_copy(update={"id": message.id or f"scripted-{uuid.uuid4()}"})
         with self.lock:
-            self.calls.append(ModelCall(node, list(messages), tool_names, message, started, time.perf_counter()))
+            self.calls.append(ModelCall(node, list(messages), tools, message, started, time.perf_counter()))
         return ChatResult(generations=[ChatGeneration(message=message)])
 
 

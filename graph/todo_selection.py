@@ -6,6 +6,7 @@ done"), the soonest deadlines, then the most recent open items. Everything else 
 turn's prompt stays the same size however long the list grows.
 """
 
+import functools
 import math
 import re
 from collections import Counter
@@ -33,12 +34,13 @@ class TodoSelection:
     hidden_closed: int = 0
 
 
-def terms(text: str) -> set[str]:
+@functools.lru_cache(maxsize=8192)
+def terms(text: str) -> frozenset[str]:
     """Search terms of a text: lower-cased words of 3+ letters, numbers, and CJK character bigrams."""
     lowered = text.lower()
     words = {word for word in _WORD.findall(_CJK_RUN.sub(" ", lowered))}
     bigrams = {run[i : i + 2] for run in _CJK_RUN.findall(lowered) for i in range(max(len(run) - 1, 1))}
-    return words | bigrams
+    return frozenset(words | bigrams)
 
 
 def recent_user_text(messages: Sequence[AnyMessage], turns: int = 3) -> str:

@@ -4,17 +4,16 @@ from collections.abc import Sequence
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
-from trustcall import create_extractor
 
 from graph.configuration import Configuration
 from graph.extraction import (
     EXTRACTION_FAILED,
     MemoryChange,
     answer_update_calls,
+    cached_extractor,
     changes_from_extraction,
     extraction_messages,
     new_document_key,
-    quiet,
     run_extractor,
     write_changes,
 )
@@ -49,13 +48,7 @@ def update_todos(
     reachable = select_todos(store, user_id, recent_user_text(state["messages"]), settings.todo_update_limit)
     existing = {item.key: item.value for item in reachable.items}
     calls = pending_update_calls(state["messages"], "todo")
-    extractor = create_extractor(
-        quiet(chat_model(settings)),
-        tools=[ToDo],
-        tool_choice="ToDo",
-        enable_inserts=True,
-        enable_deletes=True,
-    )
+    extractor = cached_extractor(chat_model(settings), ToDo, enable_inserts=True, enable_deletes=True)
     instruction = TODO_INSTRUCTION.format(
         instructions=read_instructions(store, user_id),
         language_rule=LANGUAGE_RULE,
