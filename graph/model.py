@@ -1,5 +1,6 @@
 """The chat model factory: OpenAI by default, any OpenAI-compatible endpoint through OPENAI_BASE_URL."""
 
+import functools
 import os
 from collections.abc import Callable
 
@@ -26,15 +27,21 @@ def ensure_model_configured() -> None:
         raise ModelNotConfiguredError(NO_MODEL_MESSAGE)
 
 
-def load_chat_model(settings: Configuration, *, max_retries: int | None = None) -> BaseChatModel:
-    """Create the configured chat model at temperature 0 (ChatOpenAI reads OPENAI_BASE_URL itself).
+@functools.lru_cache(maxsize=16)
+def _chat_openai(model: str, api_key: str, base_url: str | None, max_retries: int | None) -> ChatOpenAI:
+    return ChatOpenAI(model=model, temperature=0, api_key=api_key, base_url=base_url, max_retries=max_retries)
 
+
+def load_chat_model(settings: Configuration, *, max_retries: int | None = None) -> BaseChatModel:
+    """The configured chat model at temperature 0, shared by runs with the same settings.
+
+    Sharing keeps HTTP connections alive and lets the update nodes reuse their trustcall extractors.
     `max_retries` is how often the client retries a failed request (None: the client's default of 2).
     """
     ensure_model_configured()
-    return ChatOpenAI(
-        model=settings.model,
-        temperature=0,
-        api_key=os.environ.get("OPENAI_API_KEY") or "not-needed",
-        max_retries=max_retries,
+    return _chat_openai(
+        settings.model,
+        os.environ.get("OPENAI_API_KEY") or "not-needed",
+        os.environ.get("OPENAI_BASE_URL"),
+        max_retries,
     )

@@ -36,6 +36,12 @@ def test_model_from_env_and_per_run(monkeypatch):
     assert load_chat_model(per_run).model_name == "qwen-plus"
 
 
+def test_runs_with_the_same_settings_share_one_client(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert load_chat_model(Configuration(model="a")) is load_chat_model(Configuration(model="a"))
+    assert load_chat_model(Configuration(model="a")) is not load_chat_model(Configuration(model="b"))
+
+
 def test_openai_compatible_endpoint_needs_no_key(monkeypatch):
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")
     model = load_chat_model(Configuration(model="llama3.1"))
