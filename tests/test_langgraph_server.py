@@ -70,6 +70,7 @@ def scratch_config(directory: Path) -> Path:
     spec = json.loads((ROOT / "langgraph.json").read_text())
     spec["dependencies"] = [str((ROOT / dependency).resolve()) for dependency in spec["dependencies"]]
     spec["graphs"] = {graph_id: str(ROOT / path) for graph_id, path in spec["graphs"].items()}
+    spec["store"]["index"]["embed"] = str(ROOT / spec["store"]["index"]["embed"])
     spec["env"] = str(directory / spec["env"])
     path = directory / "langgraph.json"
     path.write_text(json.dumps(spec))
@@ -340,6 +341,11 @@ def test_tutorial_conversation_builds_the_three_memories(tutorial, client):
     assert client.store.get_item(("instructions", "Lance"), "user_instructions")["value"] == {"memory": LOCAL_VENDORS}
     thread = client.threads.get_state(tutorial.thread_id)["values"]["messages"]
     assert len(thread) == 4 * len(tutorial.turns)
+
+
+def test_the_server_store_has_the_multilingual_semantic_index(tutorial, client):
+    hits = client.store.search_items(("todo", "Lance"), query="游泳课", limit=1)["items"]
+    assert [hit["value"]["task"] for hit in hits] == [SWIM] and hits[0]["score"] > 0
 
 
 def test_model_comes_from_the_env_file_and_replies_stream_in_pieces(tutorial, stub):

