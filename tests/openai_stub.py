@@ -336,12 +336,18 @@ class OpenAIStub:
     Responder calls are serialized by a lock, so a scripted responder need not
     be thread-safe.  If the responder raises or returns anything else, the
     stub answers HTTP 500 with the problem in the error message.
+
+    :attr:`requests` holds every request body that parsed as a JSON object;
+    :attr:`rejections` holds ``(body, error message)`` for every parsed request
+    answered HTTP 400 for breaking the API's rules (e.g. an unanswered tool
+    call).
     """
 
     def __init__(self, responder: Callable[[dict], dict | StubError]):
         """Create a stopped stub that will answer with ``responder``."""
         self.responder = responder
         self.requests: list[dict] = []
+        self.rejections: list[tuple[Any, str]] = []
         self._lock = threading.Lock()
         self._responder_lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -391,6 +397,11 @@ class OpenAIStub:
         """Append a received request body to :attr:`requests`."""
         with self._lock:
             self.requests.append(body)
+
+    def _reject(self, body: Any, problem: str) -> None:
+        """Append a request answered HTTP 400, with the reason, to :attr:`rejections`."""
+        with self._lock:
+            self.rejections.append((body, problem))
 
     def _respond(self, body: dict) -> dict | StubError:
         """Ask the responder for a reply, turning failures into a 500 StubError."""
@@ -444,6 +455,7 @@ def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
                 stub._record(body)
             problem = _validate_request(body)
             if problem is not None:
+                stub._reject(body, problem)
                 self._send_json(400, _error_body(problem))
                 return
             outcome = stub._respond(body)

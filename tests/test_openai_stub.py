@@ -142,6 +142,9 @@ def test_unanswered_tool_call_is_rejected_without_calling_responder():
     assert answer.content == "It is sunny."
     assert len(calls) == 1
     assert len(stub.requests) == 2
+    [(rejected, problem)] = stub.rejections
+    assert rejected["messages"][-1]["content"] == "Well?"
+    assert "call_oslo" in problem
 
 
 def test_orphan_tool_message_and_empty_messages_are_rejected():
@@ -160,6 +163,8 @@ def test_orphan_tool_message_and_empty_messages_are_rejected():
 
         assert call_stub(url, {"model": "gpt-test", "messages": []})[0] == 400
         assert call_stub(url, {"model": "gpt-test"})[0] == 400
+
+    assert [body.get("messages") for body, _ in stub.rejections] == [orphan, [], None]
 
 
 def test_stub_error_surfaces_as_internal_server_error():
