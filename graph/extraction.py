@@ -4,8 +4,8 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from dataclasses import asdict, replace
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -23,10 +23,18 @@ from langgraph.store.base import BaseStore, PutOp
 from pydantic import BaseModel
 from trustcall import create_extractor
 
+from graph.expiry import ttl_for
+from graph.history import ChangeContext, MemoryChange, history_ops
+from graph.memory_store import namespace
+from graph.redaction import redact, redact_text
+from graph.state import State
 from graph.tool_calls import last_ai_message
 from prompts import SUMMARY_BLOCK
 
 SEE_ABOVE = "Handled together with the previous UpdateMemory call."
+SECRETS_NOT_SAVED = (
+    "\nNot saved: {secrets}. Secrets are never kept in memory; tell the user so, without repeating them."
+)
 # trustcall retries unusable model output in a loop; this bounds it (a normal extraction takes < 12 steps).
 EXTRACTION_STEP_LIMIT = 16
 EXTRACTION_FAILED = (
@@ -37,21 +45,6 @@ EXTRACTOR_CACHE_SIZE = 32
 _extractors: OrderedDict[tuple[int, str], tuple[BaseChatModel, Runnable]] = OrderedDict()
 _extractors_lock = threading.Lock()
 KEY_NAMESPACE = uuid.UUID("5b1d3c52-8f43-4a53-9f5e-0c6f1d1f6a10")
-
-
-@dataclass(frozen=True)
-class MemoryChange:
-    """One change an update node made to a memory document."""
-
-    action: Literal["created", "updated", "deleted"]
-    key: str
-    before: dict[str, Any] | None
-    after: dict[str, Any] | None
-
-    def changed_fields(self) -> list[str]:
-        """Names of the fields whose value differs between before and after."""
-        before, after = self.before or {}, self.after or {}
-        return [name for name in {**before, **after} if before.get(name) != after.get(name)]
 
 
 def quiet(model: BaseChatModel) -> BaseChatModel:
@@ -138,17 +131,55 @@ def changes_from_extraction(
     return changes
 
 
-def write_changes(store: BaseStore, ns: tuple[str, ...], changes: Sequence[MemoryChange]) -> None:
-    """Apply all changes in one store batch, so a memory is never half-written."""
-    if changes:
-        store.batch([PutOp(ns, change.key, change.after) for change in changes])
+def change_context(state: State, config: RunnableConfig, calls: Sequence[dict]) -> ChangeContext:
+    """The thread, the user's (redacted) message and a replay-stable seed for the history of this update."""
+    user_messages = [m for m in state["messages"] if isinstance(m, HumanMessage)]
+    routing = last_ai_message(state["messages"])
+    return ChangeContext(
+        thread_id=str(config.get("configurable", {}).get("thread_id", "")),
+        message=redact_text(user_messages[-1].text)[0] if user_messages else "",
+        seed=f"{routing.id if routing else ''}/{calls[0]['id'] if calls else ''}",
+    )
+
+
+def redact_changes(changes: Sequence[MemoryChange]) -> tuple[list[MemoryChange], set[str]]:
+    """The changes with secrets redacted from the new documents (dropping any that become no-ops), and what was found."""
+    redacted: list[MemoryChange] = []
+    found: set[str] = set()
+    for change in changes:
+        after, secrets = redact(change.after)
+        found |= secrets
+        if after != change.before:
+            redacted.append(replace(change, after=after))
+    return redacted, found
+
+
+def commit_changes(
+    store: BaseStore, user_id: str, kind: str, changes: Sequence[MemoryChange], context: ChangeContext
+) -> tuple[list[MemoryChange], set[str]]:
+    """Redact secrets, then write the changes (closed ToDos with their TTL) and their history in one batch.
+
+    One batch means a memory is never half-written; returns the changes as saved and the secrets left out.
+    """
+    saved, secrets = redact_changes(changes)
+    if saved:
+        ns = namespace(kind, user_id)
+        store.batch(
+            [
+                *(PutOp(ns, change.key, change.after, ttl=ttl_for(kind, change.after)) for change in saved),
+                *history_ops(user_id, kind, saved, context),
+            ]
+        )
+    return saved, secrets
 
 
 def answer_update_calls(
-    calls: Sequence[dict], report: str, kind: str, changes: Sequence[MemoryChange]
+    calls: Sequence[dict], report: str, kind: str, changes: Sequence[MemoryChange], secrets: set[str]
 ) -> dict:
     """The node's state update: the report answers the first call (with the changes as artifact), the rest point to it."""
-    artifact = {"kind": kind, "changes": [asdict(change) for change in changes]}
+    if secrets:
+        report += SECRETS_NOT_SAVED.format(secrets=", ".join(sorted(secrets)))
+    artifact = {"kind": kind, "changes": [asdict(change) for change in changes], "secrets": sorted(secrets)}
     return {
         "messages": [
             ToolMessage(content=report, tool_call_id=calls[0]["id"], artifact=artifact),

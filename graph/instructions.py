@@ -5,7 +5,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
 
 from graph.configuration import Configuration
-from graph.extraction import MemoryChange, answer_update_calls, extraction_messages, quiet, write_changes
+from graph.extraction import answer_update_calls, change_context, commit_changes, extraction_messages, quiet
+from graph.history import MemoryChange
 from graph.memory_store import INSTRUCTIONS, INSTRUCTIONS_KEY, namespace
 from graph.model import ChatModelFactory
 from graph.state import State
@@ -18,8 +19,9 @@ def update_instructions(
 ) -> dict:
     """Ask the model for the complete new instructions and store them under `user_instructions`."""
     settings = Configuration.from_runnable_config(config)
-    ns = namespace(INSTRUCTIONS, settings.resolved_user_id)
-    current = store.get(ns, INSTRUCTIONS_KEY)
+    user_id = settings.resolved_user_id
+    calls = pending_update_calls(state["messages"], "instructions")
+    current = store.get(namespace(INSTRUCTIONS, user_id), INSTRUCTIONS_KEY)
     before = current.value if current else None
     instruction = CREATE_INSTRUCTIONS.format(current_instructions=(before or {}).get("memory", ""))
     prompt = [
@@ -31,6 +33,6 @@ def update_instructions(
     changes = [MemoryChange("updated" if before else "created", INSTRUCTIONS_KEY, before, after)]
     if not text or after == before:
         changes = []
-    write_changes(store, ns, changes)
-    report = "Instructions updated." if changes else "The instructions were left unchanged."
-    return answer_update_calls(pending_update_calls(state["messages"], "instructions"), report, INSTRUCTIONS, changes)
+    saved, secrets = commit_changes(store, user_id, INSTRUCTIONS, changes, change_context(state, config, calls))
+    report = "Instructions updated." if saved else "The instructions were left unchanged."
+    return answer_update_calls(calls, report, INSTRUCTIONS, saved, secrets)

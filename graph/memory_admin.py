@@ -1,12 +1,13 @@
 """One user's data as a whole: export and import their memories, find their threads, forget them."""
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore, Item, PutOp
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
+from graph.history import HISTORY
 from graph.memory_store import (
     INSTRUCTIONS,
     INSTRUCTIONS_KEY,
@@ -18,10 +19,12 @@ from graph.memory_store import (
     search_all,
     user_label,
 )
+from graph.redaction import redact
 from schemas import Profile, ToDo
 
 EXPORT_FORMAT = "task-maistro memories v1"
 MEMORY_KINDS = (PROFILE, TODO, INSTRUCTIONS)
+SECTIONS = (*MEMORY_KINDS, HISTORY)
 
 
 class Instructions(BaseModel):
@@ -30,7 +33,26 @@ class Instructions(BaseModel):
     memory: str
 
 
-SCHEMAS: dict[str, type[BaseModel]] = {PROFILE: Profile, TODO: ToDo, INSTRUCTIONS: Instructions}
+class HistoryRecord(BaseModel):
+    """The stored shape of a change-history entry (see graph.history)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    time: str
+    kind: Literal["profile", "todo", "instructions"]
+    action: Literal["created", "updated", "deleted"]
+    key: str
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+
+
+SCHEMAS: dict[str, type[BaseModel]] = {
+    PROFILE: Profile,
+    TODO: ToDo,
+    INSTRUCTIONS: Instructions,
+    HISTORY: HistoryRecord,
+}
 # Memories that are one document per user, under a fixed key.
 SINGLE_KEYS = {PROFILE: PROFILE_KEY, INSTRUCTIONS: INSTRUCTIONS_KEY}
 
@@ -40,9 +62,9 @@ class InvalidExportError(ValueError):
 
 
 def export_memories(store: BaseStore, user_id: str) -> dict[str, Any]:
-    """All of the user's memories: for each kind, store key → value, keys sorted so exports compare equal."""
+    """All of the user's memories and their change history: for each section, store key → value, keys sorted."""
     exported: dict[str, Any] = {"format": EXPORT_FORMAT}
-    for kind in MEMORY_KINDS:
+    for kind in SECTIONS:
         ns = namespace(kind, user_id)
         items = [item for item in search_all(store, ns) if item.namespace == ns]
         exported[kind] = {item.key: item.value for item in sorted(items, key=lambda item: item.key)}
@@ -53,11 +75,11 @@ def _check_export(data: Any) -> dict[str, dict[str, Any]]:
     """The memories of an export, by kind, after checking every value against its schema."""
     if not isinstance(data, Mapping) or data.get("format") != EXPORT_FORMAT:
         raise InvalidExportError(f'not a task-maistro memory export (expected "format": "{EXPORT_FORMAT}")')
-    unknown = set(data) - {"format", *MEMORY_KINDS}
+    unknown = set(data) - {"format", *SECTIONS}
     if unknown:
         raise InvalidExportError(f"unknown sections: {', '.join(sorted(unknown))}")
     memories: dict[str, dict[str, Any]] = {}
-    for kind in MEMORY_KINDS:
+    for kind in SECTIONS:
         section = data.get(kind) or {}
         if not isinstance(section, Mapping):
             raise InvalidExportError(f'"{kind}" must map keys to values')
@@ -73,14 +95,15 @@ def _check_export(data: Any) -> dict[str, dict[str, Any]]:
 
 
 def import_memories(store: BaseStore, user_id: str, data: Any) -> dict[str, int]:
-    """Write an export's memories to the user in one batch (same keys; other items stay); counts by kind.
+    """Write an export's memories and history to the user in one batch (same keys; other items stay).
 
-    Raises `InvalidExportError`, before writing anything, when the data is not a valid export.
+    Secrets are redacted on the way in. Returns counts by section; raises `InvalidExportError`, before
+    writing anything, when the data is not a valid export.
     """
     memories = _check_export(data)
     store.batch(
         [
-            PutOp(namespace(kind, user_id), key, value)
+            PutOp(namespace(kind, user_id), key, redact(value)[0], index=False if kind == HISTORY else None)
             for kind, section in memories.items()
             for key, value in section.items()
         ]

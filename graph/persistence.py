@@ -16,6 +16,7 @@ from langgraph.store.sqlite import SqliteStore
 
 from graph.agent import create_builder
 from graph.embeddings import index_config
+from graph.expiry import store_ttl_config
 from graph.model import ChatModelFactory, load_chat_model
 
 APP_NAME = "task-maistro"
@@ -67,7 +68,7 @@ def open_sqlite(
     path = directory / DATABASE_FILE
     checkpointer = SqliteSaver(connect(path, autocommit=False))
     driver = sqlite_with_extensions() if index else sqlite3
-    store = SqliteStore(connect(path, autocommit=True, driver=driver), index=index)
+    store = SqliteStore(connect(path, autocommit=True, driver=driver), index=index, ttl=store_ttl_config())
     with FileLock(directory / f"{DATABASE_FILE}.setup.lock"):
         checkpointer.setup()
         store.setup()
@@ -88,7 +89,7 @@ def open_postgres(url: str, index: IndexConfig | None = None) -> tuple[BaseCheck
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
         open=True,
     )
-    checkpointer, store = PostgresSaver(pool), PostgresStore(pool, index=index)
+    checkpointer, store = PostgresSaver(pool), PostgresStore(pool, index=index, ttl=store_ttl_config())
     with pool.connection() as conn:
         # Poll instead of blocking in pg_advisory_lock: a blocked statement holds a snapshot that the
         # migrations' CREATE INDEX CONCURRENTLY in the lock holder would wait for, a deadlock.
@@ -126,4 +127,5 @@ def build_graph(
 ) -> CompiledStateGraph:
     """The agent compiled with durable persistence: threads and memories survive restarts."""
     checkpointer, store = open_storage(data_dir, database_url, embeddings)
+    store.start_ttl_sweeper()
     return create_builder(chat_model).compile(checkpointer=checkpointer, store=store, name="task_maistro")

@@ -8,10 +8,11 @@ from graph.extraction import (
     EXTRACTION_FAILED,
     answer_update_calls,
     cached_extractor,
+    change_context,
     changes_from_extraction,
+    commit_changes,
     extraction_messages,
     run_extractor,
-    write_changes,
 )
 from graph.memory_store import PROFILE, PROFILE_KEY, namespace, search_all
 from graph.model import ChatModelFactory
@@ -26,8 +27,9 @@ def update_profile(
 ) -> dict:
     """Extract profile facts from the conversation into the user's single profile document."""
     settings = Configuration.from_runnable_config(config)
-    ns = namespace(PROFILE, settings.resolved_user_id)
-    existing = {item.key: item.value for item in search_all(store, ns)}
+    user_id = settings.resolved_user_id
+    calls = pending_update_calls(state["messages"], "user")
+    existing = {item.key: item.value for item in search_all(store, namespace(PROFILE, user_id))}
     extractor = cached_extractor(chat_model(settings), Profile)
     instruction = TRUSTCALL_INSTRUCTION.format(language_rule=LANGUAGE_RULE, now=settings.now_text())
     result = run_extractor(
@@ -39,11 +41,11 @@ def update_profile(
         config,
     )
     changes = changes_from_extraction(result, existing, lambda _: PROFILE_KEY)[-1:]
-    write_changes(store, ns, changes)
+    saved, secrets = commit_changes(store, user_id, PROFILE, changes, change_context(state, config, calls))
     if result is None:
         report = EXTRACTION_FAILED.format(memory="profile")
-    elif changes:
-        report = "Profile updated: " + ", ".join(changes[0].changed_fields()) + "."
+    elif saved:
+        report = "Profile updated: " + ", ".join(saved[0].changed_fields()) + "."
     else:
         report = "No profile changes were needed."
-    return answer_update_calls(pending_update_calls(state["messages"], "user"), report, PROFILE, changes)
+    return answer_update_calls(calls, report, PROFILE, saved, secrets)

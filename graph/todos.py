@@ -8,16 +8,17 @@ from langgraph.store.base import BaseStore
 from graph.configuration import Configuration
 from graph.extraction import (
     EXTRACTION_FAILED,
-    MemoryChange,
     answer_update_calls,
     cached_extractor,
+    change_context,
     changes_from_extraction,
+    commit_changes,
     extraction_messages,
     new_document_key,
     run_extractor,
-    write_changes,
 )
-from graph.memory_store import TODO, namespace, read_instructions
+from graph.history import MemoryChange
+from graph.memory_store import TODO, read_instructions
 from graph.todo_selection import recent_user_text, select_todos
 from graph.model import ChatModelFactory
 from graph.state import State
@@ -44,7 +45,6 @@ def update_todos(
     """Reflect on the conversation and create, patch or remove ToDo items, following the user's instructions."""
     settings = Configuration.from_runnable_config(config)
     user_id = settings.resolved_user_id
-    ns = namespace(TODO, user_id)
     reachable = select_todos(store, user_id, recent_user_text(state["messages"]), settings.todo_update_limit)
     existing = {item.key: item.value for item in reachable.items}
     calls = pending_update_calls(state["messages"], "todo")
@@ -65,6 +65,6 @@ def update_todos(
     changes = changes_from_extraction(
         result, existing, lambda index: new_document_key(state["messages"], calls[0]["id"], index)
     )
-    write_changes(store, ns, changes)
-    report = describe_todo_changes(changes) if result is not None else EXTRACTION_FAILED.format(memory="ToDo list")
-    return answer_update_calls(calls, report, TODO, changes)
+    saved, secrets = commit_changes(store, user_id, TODO, changes, change_context(state, config, calls))
+    report = describe_todo_changes(saved) if result is not None else EXTRACTION_FAILED.format(memory="ToDo list")
+    return answer_update_calls(calls, report, TODO, saved, secrets)

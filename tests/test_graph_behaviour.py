@@ -4,6 +4,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.store.base import PutOp
 
+from graph.history import HISTORY
 from graph.memory_store import TODO, namespace
 from tests.bookkeeping import assert_tool_calls_answered
 from tests.conftest import config, profile_of, todos, turn
@@ -251,7 +252,7 @@ def test_any_user_id_round_trips(agent, model, user_id):
     turn(agent, "提醒我整理房间", user_id=user_id)
 
     assert list(todos(agent, user_id)) == ["整理房间"]
-    assert [ns for ns in agent.store.list_namespaces()] == [namespace(TODO, user_id)]
+    assert set(agent.store.list_namespaces()) == {namespace(TODO, user_id), namespace(HISTORY, user_id)}
     turn(agent, "我有什么任务?", user_id=user_id, thread_id="2")
     assert "整理房间" in model.calls_in("task_maistro")[-1].system
 

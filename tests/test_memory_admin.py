@@ -5,6 +5,7 @@ import json
 import pytest
 from langchain_core.messages import HumanMessage
 
+from graph.history import HISTORY
 from graph.memory_admin import (
     EXPORT_FORMAT,
     InvalidExportError,
@@ -62,8 +63,9 @@ def test_export_import_into_another_user_gives_the_same_json(agent):
         PROFILE: {"user_profile": LANCE},
         TODO: {"a-lock": LOCK, "b-swim": SWIM},
         INSTRUCTIONS: {"user_instructions": {"memory": "Name local vendors."}},
+        HISTORY: {},
     }
-    assert counts == {PROFILE: 1, TODO: 2, INSTRUCTIONS: 1}
+    assert counts == {PROFILE: 1, TODO: 2, INSTRUCTIONS: 1, HISTORY: 0}
     assert json.dumps(export_memories(agent.store, "Copy")) == json.dumps(exported)
 
 
@@ -103,7 +105,8 @@ def test_forget_removes_every_memory_and_thread_of_the_user_and_nothing_else(age
     agent.store.put(("notes", "ann", "2026"), "n1", {"text": "any other kind of memory of ann"})
     others_before = {user_id: export_memories(agent.store, user_id) for user_id in ("ann.lee", "Ann")}
 
-    assert forget_user(agent.store, agent.checkpointer, "ann") == (4 + 2 + 1, 1)
+    # 4 remembered + 2 ToDos from the turn + their 2 history entries + 1 note.
+    assert forget_user(agent.store, agent.checkpointer, "ann") == (4 + 2 + 2 + 1, 1)
 
     assert user_items(agent.store, "ann") == [] and user_threads(agent.checkpointer, "ann") == []
     assert agent.store.search(("notes",)) == []

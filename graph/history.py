@@ -1,0 +1,93 @@
+"""Change history: every memory change is recorded under the user, and any change can be undone.
+
+An entry holds the time, thread, memory kind, store key, action, the document before and after, and the
+user's message that caused it (secrets redacted). Undoing a change writes the document's earlier state
+back and records that as a change of its own, so an undo can be undone too.
+"""
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from langgraph.store.base import BaseStore, PutOp
+
+from graph.expiry import ttl_for
+from graph.memory_store import namespace, search_all
+
+HISTORY = "history"
+ENTRY_NAMESPACE = uuid.UUID("0b8f6f5e-6a53-4b8e-9d0c-7c1e9a3d2f41")
+
+
+@dataclass(frozen=True)
+class MemoryChange:
+    """One change to a memory document (a `None` before means created, a `None` after means deleted)."""
+
+    action: Literal["created", "updated", "deleted"]
+    key: str
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+
+    def changed_fields(self) -> list[str]:
+        """Names of the fields whose value differs between before and after."""
+        before, after = self.before or {}, self.after or {}
+        return [name for name in {**before, **after} if before.get(name) != after.get(name)]
+
+
+@dataclass(frozen=True)
+class ChangeContext:
+    """Where changes come from: the thread, the user's message, and a seed that makes entry ids replay-stable."""
+
+    thread_id: str
+    message: str
+    seed: str
+
+
+class UnknownChangeError(LookupError):
+    """There is no change with that id (or no change at all) in the user's history."""
+
+
+def history_ops(
+    user_id: str, kind: str, changes: Sequence[MemoryChange], context: ChangeContext, **extra: Any
+) -> list[PutOp]:
+    """Store operations recording `changes` in the user's history (`extra` fields go into every entry)."""
+    time = datetime.now(timezone.utc).isoformat()
+    ops = []
+    for order, change in enumerate(changes):
+        entry_id = str(uuid.uuid5(ENTRY_NAMESPACE, f"{context.seed}/{kind}/{order}"))
+        entry = {
+            "id": entry_id,
+            "time": time,
+            "order": order,
+            "thread_id": context.thread_id,
+            "kind": kind,
+            "message": context.message,
+            **asdict(change),
+            **extra,
+        }
+        ops.append(PutOp(namespace(HISTORY, user_id), entry_id, entry, index=False))
+    return ops
+
+
+def list_history(store: BaseStore, user_id: str) -> list[dict[str, Any]]:
+    """The user's changes, oldest first."""
+    entries = [item.value for item in search_all(store, namespace(HISTORY, user_id))]
+    return sorted(entries, key=lambda entry: (entry["time"], entry["order"]))
+
+
+def undo_change(store: BaseStore, user_id: str, change_id: str | None = None) -> dict[str, Any]:
+    """Revert a change (the latest when no id is given) and return the history entry recording the undo."""
+    history = list_history(store, user_id)
+    target = next((e for e in reversed(history) if change_id in (None, e["id"])), None)
+    if target is None:
+        raise UnknownChangeError(f"no change {change_id!r} in the history" if change_id else "the history is empty")
+    ns = namespace(target["kind"], user_id)
+    current = store.get(ns, target["key"])
+    restored = target["before"]
+    action = "deleted" if restored is None else "created" if current is None else "updated"
+    revert = MemoryChange(action, target["key"], current.value if current else None, restored)
+    context = ChangeContext(thread_id="", message=f"undo {target['id']}", seed=f"undo/{target['id']}/{len(history)}")
+    (record,) = history_ops(user_id, target["kind"], [revert], context, undoes=target["id"])
+    store.batch([PutOp(ns, target["key"], restored, ttl=ttl_for(target["kind"], restored)), record])
+    return record.value
