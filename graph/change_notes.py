@@ -3,7 +3,7 @@
 from collections.abc import Mapping
 from typing import Any
 
-from graph.extraction import MemoryChange
+from graph.history import MemoryChange
 from graph.memory_store import INSTRUCTIONS, PROFILE, TODO
 
 
@@ -22,6 +22,12 @@ def change_notes(artifact: Mapping[str, Any] | None) -> list[str]:
     """Notes for the changes an update node reported in its ToolMessage artifact (none when nothing changed)."""
     if not artifact:
         return []
+    secrets = artifact.get("secrets") or []
+    withheld = [f"Not saved (secrets are never stored): {', '.join(secrets)}"] if secrets else []
+    return _change_notes(artifact) + withheld
+
+
+def _change_notes(artifact: Mapping[str, Any]) -> list[str]:
     changes = [MemoryChange(**change) for change in artifact.get("changes") or []]
     kind = artifact.get("kind")
     if kind == TODO:

@@ -15,6 +15,7 @@ from graph.chat_loop import line_reader, run_chat, terminal_reader
 from graph.chat_session import ChatSession
 from graph.configuration import Configuration
 from graph.demo import DemoError, run_demo
+from graph.history import UnknownChangeError, list_history, undo_change
 from graph.memory_admin import (
     InvalidExportError,
     export_memories,
@@ -25,7 +26,7 @@ from graph.memory_admin import (
     user_threads,
 )
 from graph.memory_store import INSTRUCTIONS, PROFILE, TODO
-from graph.memory_tables import memory_view
+from graph.memory_tables import history_table, memory_view
 from graph.model import NO_MODEL_MESSAGE, ModelNotConfiguredError, ensure_model_configured, load_chat_model
 from graph.persistence import build_graph
 
@@ -172,6 +173,37 @@ def forget(
         )
     memories, threads = forget_user(graph.store, graph.checkpointer, user_id)
     typer.echo(f"Forgot {user_id}: deleted {memories} memories and {threads} threads.")
+
+
+@app.command()
+def history(user: UserOption = None, as_json: JsonOption = False, data_dir: DataDirOption = None) -> None:
+    """Show every change to a user's memories, oldest first (ids for `maistro undo`)."""
+    graph, user_id = _graph(data_dir), _user(user)
+    entries = list_history(graph.store, user_id)
+    if as_json:
+        typer.echo(json.dumps(entries, ensure_ascii=False, indent=2))
+    else:
+        Console().print(history_table(entries, user_id))
+
+
+@app.command()
+def undo(
+    change: Annotated[
+        str | None, typer.Argument(help="Change id (or its first characters) from `maistro history`; default: the last.")
+    ] = None,
+    user: UserOption = None,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Revert a change to a user's memories (the last one by default); an undo can be undone too."""
+    graph, user_id = _graph(data_dir), _user(user)
+    matches = [e["id"] for e in list_history(graph.store, user_id) if change and e["id"].startswith(change)]
+    if change and len(matches) != 1:
+        _fail(f"{len(matches) or 'No'} changes of {user_id} start with {change!r}; see `maistro history`.")
+    try:
+        entry = undo_change(graph.store, user_id, matches[0] if change else None)
+    except UnknownChangeError as error:
+        _fail(f"Nothing to undo for {user_id}: {error}.")
+    typer.echo(f"Undid change {entry['undoes'][:8]} of {user_id}: {entry['kind']} {entry['key']} {entry['action']}.")
 
 
 @app.command()

@@ -74,3 +74,29 @@ def memory_view(store: BaseStore, kind: str, user_id: str) -> RenderableType:
         profile = read_profile(store, user_id)
         return profile_table(profile.value if profile else None, user_id)
     return instructions_panel(read_instructions(store, user_id), user_id)
+
+
+def _summary(document: Mapping[str, Any] | None) -> str:
+    if not document:
+        return "—"
+    return str(document.get("task") or document.get("name") or document.get("memory") or document)[:60]
+
+
+def history_table(entries: Sequence[Mapping[str, Any]], user_id: str) -> RenderableType:
+    """The change history, oldest first: time, change id, kind, action, what changed and the message behind it."""
+    if not entries:
+        return Text(f"No changes recorded for {user_id}.")
+    table = Table(title=f"Change history of {user_id}", show_lines=False)
+    for column in ("time", "change", "memory", "action", "what", "message"):
+        table.add_column(column, overflow="fold")
+    for entry in entries:
+        action = entry["action"] + (" (undo)" if entry.get("undoes") else "")
+        table.add_row(
+            _deadline_text(entry["time"]),
+            entry["id"][:8],
+            entry["kind"],
+            action,
+            _summary(entry["after"] or entry["before"]),
+            entry.get("message", "")[:60],
+        )
+    return table

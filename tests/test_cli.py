@@ -262,3 +262,32 @@ def test_chat_process_saves_memory_and_the_next_run_continues_the_thread(stub, s
     agent = build_graph(data_dir)
     thread = agent.get_state({"configurable": {"thread_id": last_thread(agent.checkpointer, "Lance")}})
     assert [m.type for m in thread.values["messages"]] == ["human", "ai", "tool", "ai", "human", "ai"]
+
+
+def lock_status(data_dir: str) -> str:
+    todo_list = json.loads(maistro("todos", "--user", "Lance", "--json", "--data-dir", data_dir).output)
+    return next(item["status"] for item in todo_list.values() if item["task"] == LOCK)
+
+
+def test_history_lists_changes_and_undo_reverts_them(tmp_path):
+    demo_dir = str(tmp_path / "demo")
+    assert maistro("demo", "--data-dir", demo_dir).exit_code == 0
+
+    listed = maistro("history", "--user", "Lance", "--data-dir", demo_dir)
+    entries = json.loads(maistro("history", "--user", "Lance", "--json", "--data-dir", demo_dir).output)
+
+    assert listed.exit_code == 0 and "Change history of Lance" in listed.output
+    assert entries[-1]["kind"] == "todo" and entries[-1]["after"]["status"] == "done"
+    assert entries[-1]["id"][:8] in listed.output
+
+    undone = maistro("undo", "--user", "Lance", "--data-dir", demo_dir)
+    assert undone.exit_code == 0 and f"Undid change {entries[-1]['id'][:8]}" in undone.output
+    assert lock_status(demo_dir) == "not started"
+
+    assert maistro("undo", "--user", "Lance", "--data-dir", demo_dir).exit_code == 0
+    assert lock_status(demo_dir) == "done"
+
+    first = maistro("undo", entries[0]["id"][:8], "--user", "Lance", "--data-dir", demo_dir)
+    assert first.exit_code == 0 and f"Undid change {entries[0]['id'][:8]}" in first.output
+    missing = maistro("undo", "zzzz", "--user", "Lance", "--data-dir", demo_dir)
+    assert missing.exit_code == 1 and "No changes of Lance start with 'zzzz'" in missing.output
