@@ -1,13 +1,14 @@
 """The `task_maistro` node: answers the user with their memories in the prompt, and decides what to save."""
 
-from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.store.base import BaseStore
 
 from graph.configuration import Configuration
+from graph.input_limits import EMPTY_MESSAGE_REPLY, bound_messages, is_blank, truncation_notice
 from graph.memory_store import read_instructions, read_profile
-from graph.model import ChatModelFactory
+from graph.model import ChatModelFactory, model_errors
 from graph.rendering import render_profile, render_todos
 from graph.state import State
 from graph.summary import fold_into_summary
@@ -55,14 +56,19 @@ def task_maistro(
     """Answer the user, or call UpdateMemory.
 
     Before the model call the thread is made valid (dangling tool calls answered) and, at the start of a
-    turn past the token budget, older messages are folded into the summary.
+    turn past the token budget, older messages are folded into the summary. An empty message gets a reply
+    without a model call; an overlong one is cut in the prompt (the thread keeps it) and the reply says so.
     """
     settings = Configuration.from_runnable_config(config)
-    model = chat_model(settings)
     original = state["messages"]
     thread = answer_dangling_tool_calls(original) or list(original)
     summary = state.get("summary", "")
-    if isinstance(thread[-1], HumanMessage):
+    turn_starts = isinstance(thread[-1], HumanMessage)
+    if turn_starts and is_blank(thread[-1]):
+        reply = AIMessage(content=EMPTY_MESSAGE_REPLY)
+        return {"messages": [*thread_update(original, thread), reply], "summary": summary}
+    model = chat_model(settings)
+    if turn_starts:
         thread, summary = fold_into_summary(thread, summary, model, settings)
     system = chat_system_message(store, settings, thread, summary)
     new_messages: list[AnyMessage] = []
@@ -71,13 +77,27 @@ def task_maistro(
         may_route = (
             rounds < settings.max_memory_rounds and state["remaining_steps"] > STEPS_PER_ROUND + 1
         )
-        prompt = [system, *thread, *new_messages]
-        if not may_route:
-            new_messages.append(without_tool_calls(model.invoke(prompt)))
-            break
-        response = model.bind_tools([UPDATE_MEMORY_TOOL]).invoke(prompt)
+        prompt = [system, *bound_messages(thread), *new_messages]
+        with model_errors():
+            if not may_route:
+                new_messages.append(without_tool_calls(model.invoke(prompt)))
+                break
+            response = model.bind_tools([UPDATE_MEMORY_TOOL]).invoke(prompt)
         rejected = reject_invalid_calls(response)
         new_messages += [response, *rejected]
         if not rejected or pending_update_calls(thread + new_messages):
             break
-    return {"messages": [*thread_update(original, thread), *new_messages], "summary": summary}
+    return {
+        "messages": [*thread_update(original, thread), *with_truncation_notice(thread, new_messages)],
+        "summary": summary,
+    }
+
+
+def with_truncation_notice(thread: list[AnyMessage], new_messages: list[AnyMessage]) -> list[AnyMessage]:
+    """The new messages, the final reply prefixed with a note when the user's latest message was cut."""
+    latest_user = next((m for m in reversed(thread) if isinstance(m, HumanMessage)), None)
+    reply = new_messages[-1]
+    notice = truncation_notice(latest_user) if latest_user is not None else ""
+    if not notice or reply.tool_calls or not isinstance(reply.content, str):
+        return new_messages
+    return [*new_messages[:-1], reply.model_copy(update={"content": f"{notice}\n\n{reply.content}"})]

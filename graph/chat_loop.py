@@ -12,6 +12,7 @@ from rich.text import Text
 from graph.chat_session import ChatSession, Note, Token
 from graph.memory_store import INSTRUCTIONS, PROFILE, TODO
 from graph.memory_tables import memory_view
+from graph.model import ModelUnavailableError
 
 COMMANDS = {
     "/todos": "show your ToDo list",
@@ -124,7 +125,8 @@ def run_chat(session: ChatSession, console: Console, read_line: Callable[[], str
                 continue
             try:
                 print_turn(console, session.send(text))
-            except (openai.APIConnectionError, openai.APIStatusError) as error:
-                console.print(Text(endpoint_problem(error), style="red"), soft_wrap=True)
+            except (ModelUnavailableError, openai.APIConnectionError, openai.APIStatusError) as error:
+                cause = error.__cause__ if isinstance(error, ModelUnavailableError) else error
+                console.print(Text(endpoint_problem(cause), style="red"), soft_wrap=True)
     except KeyboardInterrupt:
         console.print()

@@ -17,6 +17,7 @@ from langchain_core.messages import (
     merge_message_runs,
 )
 from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.config import merge_configs
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.errors import GraphRecursionError
 from langgraph.store.base import BaseStore, PutOp
@@ -25,7 +26,9 @@ from trustcall import create_extractor
 
 from graph.expiry import ttl_for
 from graph.history import ChangeContext, MemoryChange, history_ops
+from graph.input_limits import bound_message
 from graph.memory_store import namespace
+from graph.model import EndpointCircuit, model_errors
 from graph.redaction import redact, redact_text
 from graph.state import State
 from graph.tool_calls import last_ai_message
@@ -78,7 +81,7 @@ def conversation(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
     visible: list[AnyMessage] = []
     for message in messages[:end]:
         if isinstance(message, HumanMessage):
-            visible.append(message)
+            visible.append(bound_message(message))
         elif isinstance(message, AIMessage) and message.text:
             visible.append(AIMessage(content=message.text, id=message.id))
     return visible
@@ -91,11 +94,20 @@ def extraction_messages(instruction: str, messages: Sequence[AnyMessage], summar
 
 
 def run_extractor(extractor: Runnable, inputs: dict, config: RunnableConfig) -> dict | None:
-    """Run a trustcall extractor with bounded retries; None when the model never produced usable output."""
-    try:
-        return extractor.invoke(inputs, {**config, "recursion_limit": EXTRACTION_STEP_LIMIT})
-    except GraphRecursionError:
-        return None
+    """Run a trustcall extractor with bounded retries; None when the model never produced usable output.
+
+    Raises `ModelUnavailableError` when the endpoint was down, overloaded or too slow.
+    """
+    circuit = EndpointCircuit()
+    run_config = merge_configs(config, {"recursion_limit": EXTRACTION_STEP_LIMIT, "callbacks": [circuit]})
+    with model_errors():
+        try:
+            result = extractor.invoke(inputs, run_config)
+        except GraphRecursionError:
+            result = None
+        if circuit.failure is not None:
+            raise circuit.failure
+    return result
 
 
 def new_document_key(messages: Sequence[AnyMessage], call_id: str, index: int) -> str:

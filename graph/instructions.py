@@ -8,7 +8,7 @@ from graph.configuration import Configuration
 from graph.extraction import answer_update_calls, change_context, commit_changes, extraction_messages, quiet
 from graph.history import MemoryChange
 from graph.memory_store import INSTRUCTIONS, INSTRUCTIONS_KEY, namespace
-from graph.model import ChatModelFactory
+from graph.model import ChatModelFactory, model_errors
 from graph.state import State
 from graph.tool_calls import pending_update_calls
 from prompts import CREATE_INSTRUCTIONS, INSTRUCTIONS_REQUEST
@@ -28,7 +28,8 @@ def update_instructions(
         *extraction_messages(instruction, state["messages"], state.get("summary", "")),
         HumanMessage(content=INSTRUCTIONS_REQUEST),
     ]
-    text = quiet(chat_model(settings)).invoke(prompt, config).text.strip()
+    with model_errors():
+        text = quiet(chat_model(settings)).invoke(prompt, config).text.strip()
     after = {"memory": text}
     changes = [MemoryChange("updated" if before else "created", INSTRUCTIONS_KEY, before, after)]
     if not text or after == before:

@@ -7,6 +7,8 @@ from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage, get
 
 from graph.configuration import Configuration
 from graph.extraction import quiet
+from graph.input_limits import bound_messages
+from graph.model import model_errors
 from graph.tokens import count_text_tokens, count_tokens
 from prompts import SUMMARIZE_CONVERSATION
 
@@ -35,6 +37,7 @@ def fold_into_summary(
         return messages, summary
     prompt = [
         SystemMessage(content=SUMMARIZE_CONVERSATION.format(summary=summary)),
-        HumanMessage(content=get_buffer_string(messages[:cut])),
+        HumanMessage(content=get_buffer_string(bound_messages(messages[:cut]))),
     ]
-    return messages[cut:], quiet(model).invoke(prompt).text.strip()
+    with model_errors():
+        return messages[cut:], quiet(model).invoke(prompt).text.strip()

@@ -14,6 +14,8 @@ from graph import build_graph
 from graph.memory_store import INSTRUCTIONS, PROFILE, TODO, namespace, search_all
 from graph.scripted_model import ScriptedChatModel
 from tests import postgres_server
+from tests.openai_stub import OpenAIStub
+from tests.stub_script import Script
 
 _database_numbers = itertools.count()
 
@@ -31,6 +33,22 @@ def no_real_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 def model() -> ScriptedChatModel:
     """A fresh scripted model; each test scripts its own replies."""
     return ScriptedChatModel()
+
+
+@pytest.fixture
+def script() -> Script:
+    """Replies for the OpenAI-compatible stub, queued per kind of request."""
+    return Script()
+
+
+@pytest.fixture
+def stub(script: Script, monkeypatch: pytest.MonkeyPatch):
+    """A strict local OpenAI-compatible endpoint answering from `script`, set as OPENAI_BASE_URL."""
+    with OpenAIStub(script) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        monkeypatch.setenv("MAISTRO_MODEL", "gpt-stub")
+        yield server
 
 
 @pytest.fixture(scope="session")

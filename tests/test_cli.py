@@ -19,7 +19,6 @@ from graph.demo import LOCAL_VENDORS, LOCK, SWIM
 from graph.memory_admin import export_memories, last_thread, user_items
 from tests.openai_stub import OpenAIStub, StubError, text_reply, tool_calls_reply
 from tests.stub_script import kind_of, update
-from tests.test_end_to_end_openai import script, stub  # noqa: F401  (fixtures: the stub is the endpoint of every command and child process)
 from tests.test_memory_admin import LANCE, remember
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,23 +4,10 @@ import pytest
 from langchain_core.messages import AIMessageChunk, HumanMessage
 
 from graph import build_graph
+from graph.model import ModelUnavailableError
 from tests.conftest import config, profile_of, todos
-from tests.openai_stub import OpenAIStub, StubError, text_reply, tool_calls_reply
-from tests.stub_script import Script, kind_of, update
-
-
-@pytest.fixture
-def script() -> Script:
-    return Script()
-
-
-@pytest.fixture
-def stub(script, monkeypatch):
-    with OpenAIStub(script) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-        monkeypatch.setenv("MAISTRO_MODEL", "gpt-stub")
-        yield server
+from tests.openai_stub import StubError, text_reply, tool_calls_reply
+from tests.stub_script import kind_of, update
 
 
 @pytest.fixture
@@ -68,7 +55,7 @@ def test_reply_streams_token_by_token_and_extraction_stays_quiet(agent, stub, sc
 def test_thread_recovers_after_a_turn_that_died_mid_update(agent, stub, script):
     script.add("chat", update("todo"))
     script.add("todo", *[StubError(500, "upstream exploded")] * 3)
-    with pytest.raises(Exception, match="upstream exploded"):
+    with pytest.raises(ModelUnavailableError, match="HTTP 500"):
         agent.invoke({"messages": [HumanMessage("Remind me to water the plants.")]}, config())
 
     script.add("chat", text_reply("Sorry, that did not save. Want me to try again?"))
