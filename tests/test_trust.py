@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from graph.change_notes import change_notes
 from graph.history import UnknownChangeError, list_history, undo_change
 from graph.memory_admin import export_memories, import_memories
 from graph.scripted_model import calls, patch_where, profile, remove_where, replace, route, say, todo
@@ -131,3 +132,8 @@ def test_done_todos_expire_and_open_ones_never_do(short_ttl, agent, model):
     assert list(todos(agent)) == ["Open task"]
     time.sleep(1.5)
     assert list(todos(agent)) == ["Open task"], "open items never expire"
+
+
+def test_the_chat_note_says_which_secrets_were_not_saved():
+    artifact = {"kind": "todo", "changes": [], "secrets": ["card number", "password"]}
+    assert change_notes(artifact) == ["Not saved (secrets are never stored): card number, password"]
