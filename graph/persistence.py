@@ -129,3 +129,10 @@ def build_graph(
     checkpointer, store = open_storage(data_dir, database_url, embeddings)
     store.start_ttl_sweeper()
     return create_builder(chat_model).compile(checkpointer=checkpointer, store=store, name="task_maistro")
+
+
+def close_graph(graph: CompiledStateGraph) -> None:
+    """Release what `build_graph` opened: the TTL sweeper and the database connections (or pool)."""
+    graph.store.stop_ttl_sweeper()
+    for owner in (graph.store, graph.checkpointer):
+        owner.conn.close()

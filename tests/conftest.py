@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from langchain_core.messages import AnyMessage, HumanMessage
 
-from graph import build_graph
+from graph import build_graph, close_graph
 from graph.memory_store import INSTRUCTIONS, PROFILE, TODO, namespace, search_all
 from graph.scripted_model import ScriptedChatModel
 from tests import postgres_server
@@ -76,7 +76,9 @@ def fresh_database(postgres_url: str) -> str:
 def agent(request, model: ScriptedChatModel, tmp_path: Path):
     """The agent as `build_graph()` returns it, on SQLite and on PostgreSQL, driven by the scripted model."""
     database_url = request.getfixturevalue("fresh_database") if request.param == "postgres" else None
-    return build_graph(tmp_path / "data", database_url=database_url, chat_model=lambda _settings: model)
+    agent = build_graph(tmp_path / "data", database_url=database_url, chat_model=lambda _settings: model)
+    yield agent
+    close_graph(agent)
 
 
 def config(user_id: str = "Lance", thread_id: str = "1", **extra) -> dict:

@@ -4,7 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from graph import build_graph
+from graph import build_graph, close_graph
 from graph.persistence import DATABASE_FILE
 from graph.scripted_model import ScriptedChatModel
 from tests.conftest import todos
@@ -50,7 +50,9 @@ def test_default_data_dir_comes_from_the_environment(tmp_path, monkeypatch):
 
 def test_database_url_from_the_environment_selects_postgres(fresh_database, monkeypatch):
     monkeypatch.setenv("MAISTRO_DATABASE_URL", fresh_database)
-    assert type(build_graph().store).__name__ == "PostgresStore"
+    agent = build_graph()
+    assert type(agent.store).__name__ == "PostgresStore"
+    close_graph(agent)
 
 
 def test_two_processes_write_to_sqlite_at_once(tmp_path):
@@ -83,3 +85,4 @@ def test_four_processes_of_eight_users_on_postgres(fresh_database):
     agent = reader(database_url=fresh_database)
     for user in (user for users in groups for user in users):
         assert set(todos(agent, user)) == {f"{user} task {i}" for i in range(3)}
+    close_graph(agent)

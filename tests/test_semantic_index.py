@@ -2,7 +2,7 @@
 
 import pytest
 
-from graph import build_graph
+from graph import build_graph, close_graph
 from graph.embeddings import index_config
 from graph.memory_store import TODO, namespace
 from graph.scripted_model import ScriptedChatModel
@@ -32,6 +32,7 @@ def test_a_differently_worded_item_is_found_only_through_the_index(storage):
         fill(agent.store, user, 100)
 
         selection = select_todos(agent.store, user, "Did I sign my kid up for swimming yet?", limit=12)
+        close_graph(agent)
 
         assert ("swim" in [item.key for item in selection.items]) is expected
 
