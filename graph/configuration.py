@@ -10,6 +10,7 @@ from langchain_core.runnables import RunnableConfig
 DEFAULT_MODEL = "gpt-4.1"
 DEFAULT_ROLE = "You are a helpful chatbot."
 DEFAULT_USER_ID = "default-user"
+AUTH_USER_KEY = "langgraph_auth_user_id"
 
 
 def _env(name: str, fallback: str) -> str:
@@ -63,13 +64,20 @@ class Configuration:
 
     @classmethod
     def from_runnable_config(cls, config: RunnableConfig | None = None) -> "Configuration":
-        """Build the settings from a run's config, ignoring unknown and empty values."""
+        """Build the settings from a run's config, ignoring unknown and empty values.
+
+        On an API server with auth on, the user is the authenticated one (`langgraph_auth_user_id`, set by the
+        server after it drops that key from client input), whatever `user_id` the client sent.
+        """
         configurable = (config or {}).get("configurable") or {}
         values = {
             f.name: configurable[f.name]
             for f in fields(cls)
             if configurable.get(f.name) not in (None, "")
         }
+        authenticated = configurable.get(AUTH_USER_KEY)
+        if isinstance(authenticated, str) and authenticated.strip():
+            values["user_id"] = authenticated
         return cls(**values)
 
     @property
