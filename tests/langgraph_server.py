@@ -57,6 +57,7 @@ def scratch_config(directory: Path) -> Path:
     spec["dependencies"] = [str((ROOT / dependency).resolve()) for dependency in spec["dependencies"]]
     spec["graphs"] = {graph_id: str(ROOT / path) for graph_id, path in spec["graphs"].items()}
     spec["store"]["index"]["embed"] = str(ROOT / spec["store"]["index"]["embed"])
+    spec["auth"]["path"] = str(ROOT / spec["auth"]["path"])
     spec["env"] = str(directory / spec["env"])
     path = directory / "langgraph.json"
     path.write_text(json.dumps(spec))
