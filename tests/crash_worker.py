@@ -29,9 +29,16 @@ checkpoint that records it. Each line is one write(2) shorter than PIPE_BUF, so 
 parallel nodes tear or mix lines.
 The model client never retries (`max_retries=0`): any error answer from the model server ends the life
 with a traceback and exit code 1.
+
+`python -m tests.crash_worker die-after-todo-write DATA_DIR SLOW` plays one ToDo turn with a scripted
+model on a slow disk and SIGKILLs itself as soon as the ToDo is committed. The slow disk delays the
+checkpoint that holds the routing call (SLOW `checkpoint`), or that checkpoint and the routing step's
+saved writes too (SLOW `checkpoint-and-writes`); LangGraph's default "async" durability writes both in
+the background while the next step runs.
 """
 
 import os
+import signal
 import sys
 import time
 import traceback
@@ -42,12 +49,16 @@ from langgraph.store.base import PutOp
 
 from graph import build_graph
 from graph.chat_session import ChatSession
+from graph.memory_store import TODO
 from graph.model import load_chat_model
+from tests.scripted_session import task_keeper
 
 USER = "crash-user"
 THREAD = "crash-thread"
 PLAN_SIZE = 400
 COMMIT_PAUSE_SECONDS = 0.03
+SLOW_DISK_SECONDS = 0.5
+SLOW_DISK_TEXT = "Remind me: water the plants"
 
 
 @dataclass(frozen=True)
@@ -152,6 +163,43 @@ def _child(target: str, policy: str, until: str) -> None:
         os._exit(code)
 
 
+def _routes(value: object) -> bool:
+    """Whether a checkpointed value is, or is a list holding, an assistant message with tool calls."""
+    values = value if isinstance(value, list) else [value]
+    return any(isinstance(item, AIMessage) and item.tool_calls for item in values)
+
+
+def die_after_todo_write(data_dir: str, slow: str) -> None:
+    """Play one ToDo turn on a slow disk (see the module docstring) and SIGKILL this process once the ToDo is committed."""
+    model = task_keeper()
+    agent = build_graph(data_dir, chat_model=lambda _settings: model)
+    saver, batch = agent.checkpointer, agent.store.batch
+    put, put_writes = saver.put, saver.put_writes
+
+    def slow_put(config, checkpoint, metadata, new_versions):
+        if _routes((checkpoint["channel_values"].get("messages") or [None])[-1]):
+            time.sleep(SLOW_DISK_SECONDS)
+        return put(config, checkpoint, metadata, new_versions)
+
+    def slow_put_writes(config, writes, task_id, task_path=""):
+        if any(_routes(value) for _channel, value in writes):
+            time.sleep(SLOW_DISK_SECONDS)
+        return put_writes(config, writes, task_id, task_path)
+
+    def batch_then_die(ops):
+        results = batch(ops)
+        if any(isinstance(op, PutOp) and op.namespace[0] == TODO for op in ops):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return results
+
+    saver.put = slow_put
+    if slow == "checkpoint-and-writes":
+        saver.put_writes = slow_put_writes
+    agent.store.batch = batch_then_die
+    for _event in ChatSession(agent, USER, THREAD).send(SLOW_DISK_TEXT):
+        pass
+
+
 def serve(target: str) -> None:
     """Answer `spawn` and `reap` commands from stdin until it closes."""
     say("ready")
@@ -168,4 +216,4 @@ def serve(target: str) -> None:
 
 
 if __name__ == "__main__":
-    {"serve": serve}[sys.argv[1]](*sys.argv[2:])
+    {"serve": serve, "die-after-todo-write": die_after_todo_write}[sys.argv[1]](*sys.argv[2:])

@@ -40,10 +40,12 @@ from langchain_core.messages import HumanMessage
 from langgraph.graph.state import CompiledStateGraph
 
 from graph import build_graph, close_graph
+from graph.chat_session import ChatSession
 from graph.memory_store import read_instructions, read_profile, read_todos
 from tests.bookkeeping import assert_tool_calls_answered
-from tests.crash_worker import BY_TEXT, PLAN, THREAD, USER, Message
+from tests.crash_worker import BY_TEXT, PLAN, SLOW_DISK_TEXT, THREAD, USER, Message
 from tests.openai_stub import OpenAIStub, StubError, text_reply, tool_calls_reply, tool_names
+from tests.scripted_session import task_keeper
 from tests.stub_script import kind_of, update
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -397,3 +399,31 @@ def test_kills_at_random_points_leave_no_duplicate_no_loss_and_no_rejected_reque
     rejected = [problem for _, problem in planned_stub.rejections]
     assert rejected == [], f"seed {seed}: HTTP 400 for {rejected}"
 
+
+@pytest.mark.parametrize("slow", ["checkpoint", "checkpoint-and-writes"])
+def test_a_turn_killed_right_after_its_todo_write_is_retried_without_a_second_todo(slow, tmp_path):
+    """The process died once the ToDo was committed, while the routing step's checkpoint (and, with
+    `checkpoint-and-writes`, its saved writes) were still being written; sending the same message again
+    must finish that turn without inserting the ToDo again or keeping the message twice."""
+    died = subprocess.run(
+        [sys.executable, "-m", "tests.crash_worker", "die-after-todo-write", str(tmp_path), slow],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=EVENT_TIMEOUT,
+    )
+    assert died.returncode == -signal.SIGKILL, died.stderr
+    model = task_keeper()
+    agent = build_graph(tmp_path, chat_model=lambda _settings: model)
+    try:
+        assert [item.value["task"] for item in read_todos(agent.store, USER)] == ["water the plants"]
+        for _event in ChatSession(agent, USER, THREAD).send(SLOW_DISK_TEXT):
+            pass
+        messages = agent.get_state(CONFIG).values["messages"]
+        tasks = [item.value["task"] for item in read_todos(agent.store, USER)]
+    finally:
+        close_graph(agent)
+
+    assert tasks == ["water the plants"]
+    assert [m.text for m in messages if isinstance(m, HumanMessage)] == [SLOW_DISK_TEXT]
+    assert_tool_calls_answered(messages)
