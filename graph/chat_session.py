@@ -69,7 +69,9 @@ class ChatSession:
         from where it stopped instead of adding the message twice.
         """
         state = self.graph.get_state(self.config)
-        retry = bool(state.next) and _last_human_text(state.values.get("messages", [])) == text
+        messages = state.values.get("messages", [])
+        finished = bool(messages) and isinstance(messages[-1], AIMessage) and not messages[-1].tool_calls
+        retry = (bool(state.next) or not finished) and _last_human_text(messages) == text
         streamed: set[str] = set()
         for mode, payload in self.graph.stream(
             None if retry else {"messages": [HumanMessage(content=text)]},

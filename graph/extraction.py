@@ -18,6 +18,7 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import merge_configs
+from langgraph._internal._constants import CONFIG_KEY_DURABILITY
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.errors import GraphRecursionError
 from langgraph.store.base import BaseStore, PutOp
@@ -99,7 +100,16 @@ def run_extractor(extractor: Runnable, inputs: dict, config: RunnableConfig) -> 
     Raises `ModelUnavailableError` when the endpoint was down, overloaded or too slow.
     """
     circuit = EndpointCircuit()
-    run_config = merge_configs(config, {"recursion_limit": EXTRACTION_STEP_LIMIT, "callbacks": [circuit]})
+    # trustcall's graph has no checkpointer, and LangGraph's "sync" durability (which build_graph sets and
+    # subgraphs inherit) fails on such a graph; durability means nothing there anyway.
+    run_config = merge_configs(
+        config,
+        {
+            "recursion_limit": EXTRACTION_STEP_LIMIT,
+            "callbacks": [circuit],
+            "configurable": {CONFIG_KEY_DURABILITY: "async"},
+        },
+    )
     with model_errors():
         try:
             result = extractor.invoke(inputs, run_config)

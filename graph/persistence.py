@@ -8,6 +8,7 @@ from types import ModuleType
 
 import platformdirs
 from filelock import FileLock
+from langgraph._internal._constants import CONFIG_KEY_DURABILITY
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph.state import CompiledStateGraph
@@ -125,10 +126,15 @@ def build_graph(
     embeddings: str | None = None,
     chat_model: ChatModelFactory = load_chat_model,
 ) -> CompiledStateGraph:
-    """The agent compiled with durable persistence: threads and memories survive restarts."""
+    """The agent compiled with durable persistence: threads and memories survive restarts.
+
+    Runs default to LangGraph's "sync" durability: each step's checkpoint is on disk before the next step
+    starts, so a crash never loses the routing step whose tool call ids key the memories written after it.
+    """
     checkpointer, store = open_storage(data_dir, database_url, embeddings)
     store.start_ttl_sweeper()
-    return create_builder(chat_model).compile(checkpointer=checkpointer, store=store, name="task_maistro")
+    compiled = create_builder(chat_model).compile(checkpointer=checkpointer, store=store, name="task_maistro")
+    return compiled.with_config(configurable={CONFIG_KEY_DURABILITY: "sync"})
 
 
 def close_graph(graph: CompiledStateGraph) -> None:
