@@ -1,7 +1,7 @@
 """Graph-level behaviour with a scripted model: routing, bookkeeping, limits, replays and bad model output."""
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.store.base import PutOp
 
 from graph.history import HISTORY

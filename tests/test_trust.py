@@ -9,7 +9,7 @@ from graph.change_notes import change_notes
 from graph.history import UnknownChangeError, list_history, undo_change
 from graph.memory_admin import export_memories, import_memories
 from graph.scripted_model import calls, patch_where, profile, remove_where, replace, route, say, todo
-from tests.conftest import config, instructions_of, profile_of, todos, turn
+from tests.conftest import instructions_of, profile_of, todos, turn
 
 CARD = "4111 1111 1111 1111"
 
