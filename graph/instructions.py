@@ -30,10 +30,9 @@ def update_instructions(
     ]
     with model_errors():
         text = quiet(chat_model(settings)).invoke(prompt, config).text.strip()
-    after = {"memory": text}
-    changes = [MemoryChange("updated" if before else "created", INSTRUCTIONS_KEY, before, after)]
-    if not text or after == before:
-        changes = []
+    # An unchanged text is no change: commit_changes drops changes whose document stays the same.
+    action = "updated" if before else "created"
+    changes = [MemoryChange(action, INSTRUCTIONS_KEY, before, {"memory": text})] if text else []
     saved, secrets = commit_changes(store, user_id, INSTRUCTIONS, changes, change_context(state, config, calls))
     report = "Instructions updated." if saved else "The instructions were left unchanged."
     return answer_update_calls(calls, report, INSTRUCTIONS, saved, secrets)
