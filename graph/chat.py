@@ -6,6 +6,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.store.base import BaseStore
 
 from graph.configuration import Configuration
+from graph.extraction import with_summary
 from graph.input_limits import EMPTY_MESSAGE_REPLY, bound_messages, is_blank, truncation_notice
 from graph.memory_store import read_instructions, read_profile
 from graph.model import ChatModelFactory, model_errors
@@ -16,12 +17,13 @@ from graph.thread_edits import thread_update
 from graph.todo_selection import recent_user_text, select_todos
 from graph.tool_calls import (
     answer_dangling_tool_calls,
+    last_human_message,
     memory_rounds_in_turn,
     pending_update_calls,
     reject_invalid_calls,
     without_tool_calls,
 )
-from prompts import LANGUAGE_RULE, MODEL_SYSTEM_MESSAGE, SUMMARY_BLOCK
+from prompts import LANGUAGE_RULE, MODEL_SYSTEM_MESSAGE
 from schemas import UpdateMemory
 
 # Converted once: converting the TypedDict on every call costs milliseconds.
@@ -37,17 +39,15 @@ def chat_system_message(
     user_id = settings.resolved_user_id
     profile = read_profile(store, user_id)
     todos = select_todos(store, user_id, recent_user_text(thread), settings.todo_prompt_limit)
-    return SystemMessage(
-        content=MODEL_SYSTEM_MESSAGE.format(
-            role=settings.role,
-            now=settings.now_text(),
-            user_profile=render_profile(profile.value if profile else None),
-            todo=render_todos(todos.items, todos.hidden_open, todos.hidden_closed),
-            instructions=read_instructions(store, user_id),
-            language_rule=LANGUAGE_RULE,
-        )
-        + ("\n\n" + SUMMARY_BLOCK.format(summary=summary) if summary else "")
+    prompt = MODEL_SYSTEM_MESSAGE.format(
+        role=settings.role,
+        now=settings.now_text(),
+        user_profile=render_profile(profile.value if profile else None),
+        todo=render_todos(todos.items, todos.hidden_open, todos.hidden_closed),
+        instructions=read_instructions(store, user_id),
+        language_rule=LANGUAGE_RULE,
     )
+    return SystemMessage(content=with_summary(prompt, summary))
 
 
 def task_maistro(
@@ -71,13 +71,14 @@ def task_maistro(
     if turn_starts:
         thread, summary = fold_into_summary(thread, summary, model, settings)
     system = chat_system_message(store, settings, thread, summary)
+    visible_thread = bound_messages(thread)
     new_messages: list[AnyMessage] = []
     while True:
         rounds = memory_rounds_in_turn(thread + new_messages)
         may_route = (
             rounds < settings.max_memory_rounds and state["remaining_steps"] > STEPS_PER_ROUND + 1
         )
-        prompt = [system, *bound_messages(thread), *new_messages]
+        prompt = [system, *visible_thread, *new_messages]
         with model_errors():
             if not may_route:
                 new_messages.append(without_tool_calls(model.invoke(prompt)))
@@ -95,7 +96,7 @@ def task_maistro(
 
 def with_truncation_notice(thread: list[AnyMessage], new_messages: list[AnyMessage]) -> list[AnyMessage]:
     """The new messages, the final reply prefixed with a note when the user's latest message was cut."""
-    latest_user = next((m for m in reversed(thread) if isinstance(m, HumanMessage)), None)
+    latest_user = last_human_message(thread)
     reply = new_messages[-1]
     notice = truncation_notice(latest_user) if latest_user is not None else ""
     if not notice or reply.tool_calls or not isinstance(reply.content, str):

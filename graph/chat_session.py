@@ -8,6 +8,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMes
 from langgraph.graph.state import CompiledStateGraph
 
 from graph.change_notes import change_notes
+from graph.tool_calls import last_human_message
 
 CHAT_NODE = "task_maistro"
 
@@ -25,10 +26,6 @@ class Note:
     """A one-line note that a memory changed, e.g. "ToDo added: Book swim lessons"."""
 
     text: str
-
-
-def _last_human_text(messages: Sequence[AnyMessage]) -> str | None:
-    return next((m.text for m in reversed(messages) if isinstance(m, HumanMessage)), None)
 
 
 def _new_in_turn(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
@@ -71,7 +68,8 @@ class ChatSession:
         state = self.graph.get_state(self.config)
         messages = state.values.get("messages", [])
         finished = bool(messages) and isinstance(messages[-1], AIMessage) and not messages[-1].tool_calls
-        retry = (bool(state.next) or not finished) and _last_human_text(messages) == text
+        latest_user = last_human_message(messages)
+        retry = (bool(state.next) or not finished) and latest_user is not None and latest_user.text == text
         streamed: set[str] = set()
         for mode, payload in self.graph.stream(
             None if retry else {"messages": [HumanMessage(content=text)]},

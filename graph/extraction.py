@@ -21,18 +21,16 @@ from langchain_core.runnables.config import merge_configs
 from langgraph._internal._constants import CONFIG_KEY_DURABILITY
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.errors import GraphRecursionError
-from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.base import BaseStore
 from pydantic import BaseModel
 from trustcall import create_extractor
 
-from graph.expiry import ttl_for
-from graph.history import ChangeContext, MemoryChange, history_ops
+from graph.history import ChangeContext, MemoryChange, record_changes
 from graph.input_limits import bound_message
-from graph.memory_store import namespace
 from graph.model import EndpointCircuit, model_errors
 from graph.redaction import redact, redact_text
 from graph.state import State
-from graph.tool_calls import last_ai_message
+from graph.tool_calls import last_ai_message, last_human_message
 from prompts import SUMMARY_BLOCK
 
 SEE_ABOVE = "Handled together with the previous UpdateMemory call."
@@ -88,9 +86,14 @@ def conversation(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
     return visible
 
 
+def with_summary(prompt: str, summary: str) -> str:
+    """A system prompt followed by the thread's summary, when there is one."""
+    return prompt + ("\n\n" + SUMMARY_BLOCK.format(summary=summary) if summary else "")
+
+
 def extraction_messages(instruction: str, messages: Sequence[AnyMessage], summary: str = "") -> list[AnyMessage]:
     """The instruction (with the thread's summary) and the conversation, same-role runs merged."""
-    system = instruction + ("\n\n" + SUMMARY_BLOCK.format(summary=summary) if summary else "")
+    system = with_summary(instruction, summary)
     return list(merge_message_runs([SystemMessage(content=system), *conversation(messages)]))
 
 
@@ -120,11 +123,15 @@ def run_extractor(extractor: Runnable, inputs: dict, config: RunnableConfig) -> 
     return result
 
 
+def routing_seed(messages: Sequence[AnyMessage], call_id: str) -> str:
+    """Identifies a routed tool call across replays: the routing message's id and the call's id."""
+    routing = last_ai_message(messages)
+    return f"{routing.id if routing else ''}/{call_id}"
+
+
 def new_document_key(messages: Sequence[AnyMessage], call_id: str, index: int) -> str:
     """A key for the index-th new document of a routed tool call, the same each time the call is replayed."""
-    routing = last_ai_message(messages)
-    seed = f"{routing.id if routing else ''}/{call_id}/{index}"
-    return str(uuid.uuid5(KEY_NAMESPACE, seed))
+    return str(uuid.uuid5(KEY_NAMESPACE, f"{routing_seed(messages, call_id)}/{index}"))
 
 
 def changes_from_extraction(
@@ -155,12 +162,11 @@ def changes_from_extraction(
 
 def change_context(state: State, config: RunnableConfig, calls: Sequence[dict]) -> ChangeContext:
     """The thread, the user's (redacted) message and a replay-stable seed for the history of this update."""
-    user_messages = [m for m in state["messages"] if isinstance(m, HumanMessage)]
-    routing = last_ai_message(state["messages"])
+    latest_user = last_human_message(state["messages"])
     return ChangeContext(
         thread_id=str(config.get("configurable", {}).get("thread_id", "")),
-        message=redact_text(user_messages[-1].text)[0] if user_messages else "",
-        seed=f"{routing.id if routing else ''}/{calls[0]['id'] if calls else ''}",
+        message=redact_text(latest_user.text)[0] if latest_user else "",
+        seed=routing_seed(state["messages"], calls[0]["id"] if calls else ""),
     )
 
 
@@ -179,19 +185,13 @@ def redact_changes(changes: Sequence[MemoryChange]) -> tuple[list[MemoryChange],
 def commit_changes(
     store: BaseStore, user_id: str, kind: str, changes: Sequence[MemoryChange], context: ChangeContext
 ) -> tuple[list[MemoryChange], set[str]]:
-    """Redact secrets, then write the changes (closed ToDos with their TTL) and their history in one batch.
+    """Redact secrets, then write the changes with their history (see `record_changes`).
 
-    One batch means a memory is never half-written; returns the changes as saved and the secrets left out.
+    Returns the changes as saved and the kinds of secret left out.
     """
     saved, secrets = redact_changes(changes)
     if saved:
-        ns = namespace(kind, user_id)
-        store.batch(
-            [
-                *(PutOp(ns, change.key, change.after, ttl=ttl_for(kind, change.after)) for change in saved),
-                *history_ops(user_id, kind, saved, context),
-            ]
-        )
+        record_changes(store, user_id, kind, saved, context)
     return saved, secrets
 
 

@@ -70,6 +70,19 @@ def history_ops(
     return ops
 
 
+def record_changes(
+    store: BaseStore, user_id: str, kind: str, changes: Sequence[MemoryChange], context: ChangeContext, **extra: Any
+) -> list[dict[str, Any]]:
+    """Write the changes (closed ToDos with their TTL) and their history entries in one batch; returns the entries.
+
+    One batch means a memory is never half-written, and never changed without its history.
+    """
+    ns = namespace(kind, user_id)
+    records = history_ops(user_id, kind, changes, context, **extra)
+    store.batch([*(PutOp(ns, c.key, c.after, ttl=ttl_for(kind, c.after)) for c in changes), *records])
+    return [record.value for record in records]
+
+
 def list_history(store: BaseStore, user_id: str) -> list[dict[str, Any]]:
     """The user's changes, oldest first."""
     entries = [item.value for item in search_all(store, namespace(HISTORY, user_id))]
@@ -82,12 +95,10 @@ def undo_change(store: BaseStore, user_id: str, change_id: str | None = None) ->
     target = next((e for e in reversed(history) if change_id in (None, e["id"])), None)
     if target is None:
         raise UnknownChangeError(f"no change {change_id!r} in the history" if change_id else "the history is empty")
-    ns = namespace(target["kind"], user_id)
-    current = store.get(ns, target["key"])
+    current = store.get(namespace(target["kind"], user_id), target["key"])
     restored = target["before"]
     action = "deleted" if restored is None else "created" if current is None else "updated"
     revert = MemoryChange(action, target["key"], current.value if current else None, restored)
     context = ChangeContext(thread_id="", message=f"undo {target['id']}", seed=f"undo/{target['id']}/{len(history)}")
-    (record,) = history_ops(user_id, target["kind"], [revert], context, undoes=target["id"])
-    store.batch([PutOp(ns, target["key"], restored, ttl=ttl_for(target["kind"], restored)), record])
-    return record.value
+    (entry,) = record_changes(store, user_id, target["kind"], [revert], context, undoes=target["id"])
+    return entry

@@ -32,6 +32,11 @@ def last_ai_message(messages: Sequence[AnyMessage]) -> AIMessage | None:
     return next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
 
 
+def last_human_message(messages: Sequence[AnyMessage]) -> HumanMessage | None:
+    """The user's most recent message in the thread."""
+    return next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
+
+
 def pending_update_calls(messages: Sequence[AnyMessage], update_type: str | None = None) -> list[dict]:
     """Valid `UpdateMemory` calls of the latest assistant message that have no answer yet."""
     message = last_ai_message(messages)
