@@ -37,6 +37,21 @@ def _as_server_user(command: list[str]) -> list[str]:
     return ["runuser", "-u", SYSTEM_USER, "--", *command] if os.geteuid() == 0 else command
 
 
+def _binaries(directory: Path) -> Path:
+    """Where the server's programs run from: under root, a copy in `directory` that the server user can reach.
+
+    The wheel may sit in a folder only root may enter (a clone made with `mktemp -d` is mode 700).
+    """
+    if os.geteuid() != 0:
+        return BIN
+    site, copy = BIN.parents[2], directory / "wheel"
+    if not copy.exists():
+        # The programs find their libraries at $ORIGIN/../../../pgserver.libs: keep that layout.
+        for part in ("pgserver/pginstall", "pgserver.libs"):
+            shutil.copytree(site / part, copy / part, symlinks=True)
+    return copy / "pgserver" / "pginstall" / "bin"
+
+
 def start(directory: Path) -> str:
     """Create a cluster in `directory`, start it on a free loopback port, and return its URL."""
     directory = Path(directory)
@@ -46,15 +61,16 @@ def start(directory: Path) -> str:
         _ensure_system_user()
         shutil.chown(data, SYSTEM_USER)
         directory.chmod(0o755)
+    bin_dir = _binaries(directory)
     subprocess.run(
-        _as_server_user([str(BIN / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"]),
+        _as_server_user([str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"]),
         check=True,
         capture_output=True,
     )
     port = _free_port()
     options = f"-h 127.0.0.1 -p {port} -k {data} -c max_connections=200 -c fsync=off"
     subprocess.run(
-        _as_server_user([str(BIN / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(data / "log"), "-w", "start"]),
+        _as_server_user([str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(data / "log"), "-w", "start"]),
         check=True,
         capture_output=True,
     )
@@ -65,7 +81,7 @@ def stop(directory: Path) -> None:
     """Stop the server started in `directory`."""
     data = Path(directory) / "pgdata"
     subprocess.run(
-        _as_server_user([str(BIN / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"]),
+        _as_server_user([str(_binaries(Path(directory)) / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"]),
         check=True,
         capture_output=True,
     )
