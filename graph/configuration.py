@@ -1,20 +1,19 @@
 """Per-run settings of the agent, read from `config["configurable"]` as in the tutorial."""
 
-import os
+from __future__ import annotations
+
 from dataclasses import dataclass, field, fields
 from datetime import datetime, tzinfo
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from langchain_core.runnables import RunnableConfig
+from graph.settings import current_settings
 
-DEFAULT_MODEL = "gpt-4.1"
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+
 DEFAULT_ROLE = "You are a helpful chatbot."
-DEFAULT_USER_ID = "default-user"
 AUTH_USER_KEY = "langgraph_auth_user_id"
-
-
-def _env(name: str, fallback: str) -> str:
-    return os.environ.get(name) or fallback
 
 
 @dataclass(kw_only=True)
@@ -26,7 +25,7 @@ class Configuration:
         metadata={"description": "Whose memories to read and write. Empty means the default user."},
     )
     model: str = field(
-        default_factory=lambda: _env("MAISTRO_MODEL", DEFAULT_MODEL),
+        default_factory=lambda: current_settings().model,
         metadata={"description": "Chat model name at the OpenAI-compatible endpoint (MAISTRO_MODEL)."},
     )
     role: str = field(
@@ -54,16 +53,16 @@ class Configuration:
         metadata={"description": "How many recent messages stay verbatim when the thread is summarised."},
     )
     timezone: str = field(
-        default_factory=lambda: _env("MAISTRO_TIMEZONE", ""),
+        default_factory=lambda: current_settings().timezone,
         metadata={"description": "IANA time zone for dates in prompts (MAISTRO_TIMEZONE); empty means the system's."},
     )
     default_user_id: str = field(
-        default_factory=lambda: _env("MAISTRO_DEFAULT_USER", DEFAULT_USER_ID),
+        default_factory=lambda: current_settings().default_user,
         metadata={"description": "User id used when a run names none (MAISTRO_DEFAULT_USER)."},
     )
 
     @classmethod
-    def from_runnable_config(cls, config: RunnableConfig | None = None) -> "Configuration":
+    def from_runnable_config(cls, config: RunnableConfig | None = None) -> Configuration:
         """Build the settings from a run's config, ignoring unknown and empty values.
 
         On an API server with auth on, the user is the authenticated one (`langgraph_auth_user_id`, set by the

@@ -1,4 +1,7 @@
-"""Prompt templates, adapted from the task_mAIstro tutorial. Templates only: no logic lives here."""
+"""Model-facing texts: prompt templates adapted from the task_mAIstro tutorial, tool answers and notices.
+
+Texts only: no logic lives here.
+"""
 
 LANGUAGE_RULE = (
     "Always reply in the language of the user's latest message (a user who writes Chinese gets Chinese). "
@@ -114,3 +117,42 @@ greetings and repetition. Write it in the language(s) the user used.
 <existing_summary>
 {summary}
 </existing_summary>"""
+
+# Tool answers and notices: what the model (and, through its replies, the user) is told by the nodes.
+
+TRUNCATED_NOTICE = "(Your message was {total:,} characters long; I read only the first {kept:,}.)"
+
+EMPTY_MESSAGE_REPLY = "Your message was empty. What would you like me to do or remember?"
+
+INTERRUPTED_ANSWER = "This memory update was interrupted before it finished; the memories show what was saved."
+
+LIMIT_REPLY = "I have reached the limit of memory updates for this message; tell me if something still needs saving."
+
+UNKNOWN_TOOL_ANSWER = "Unknown tool {name!r}; the only tool is UpdateMemory."
+
+INVALID_UPDATE_ANSWER = (
+    "Invalid UpdateMemory arguments {args!r}: update_type must be one of 'user', 'todo' or 'instructions'. "
+    "No memory was changed."
+)
+
+MALFORMED_CALL_ANSWER = "Malformed tool call arguments ({error}). No memory was changed."
+
+SEE_ABOVE = "Handled together with the previous UpdateMemory call."
+
+SECRETS_NOT_SAVED = "\nNot saved: {secrets}. Secrets are never kept in memory; tell the user so, without repeating them."
+
+EXTRACTION_FAILED = (
+    "The {memory} update failed: the model's output could not be used after several attempts, so nothing was changed."
+)
+
+PROFILE_UPDATED = "Profile updated: {fields}."
+
+PROFILE_UNCHANGED = "No profile changes were needed."
+
+TODOS_UPDATED = "ToDo list changes:\n{changes}"
+
+TODOS_UNCHANGED = "No changes were made to the ToDo list."
+
+INSTRUCTIONS_UPDATED = "Instructions updated."
+
+INSTRUCTIONS_UNCHANGED = "The instructions were left unchanged."

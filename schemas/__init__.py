@@ -1,4 +1,4 @@
-"""Pydantic models for the three long-term memories and the `UpdateMemory` routing tool.
+"""Pydantic models: the `UpdateMemory` routing tool and the stored shapes (three memories, history entries).
 
 The names (`UpdateMemory`, `update_type`, `Profile`, `ToDo`) and field names follow the LangChain Academy
 task_mAIstro tutorial: clients and saved data depend on them. Every schema carries a docstring and field
@@ -8,9 +8,8 @@ descriptions because several providers (Anthropic among them) reject tools witho
 from datetime import datetime
 from typing import Annotated, Literal, Optional
 
+from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
-
-from pydantic import BaseModel, Field
 
 UpdateType = Literal["user", "todo", "instructions"]
 
@@ -60,3 +59,30 @@ class ToDo(BaseModel):
     status: Literal["not started", "in progress", "done", "archived"] = Field(
         description="Current status of the task", default="not started"
     )
+
+
+class Instructions(BaseModel):
+    """The stored instructions document: how the user wants ToDo items written."""
+
+    memory: str = Field(description="The instructions, as free text.")
+
+
+MemoryKind = Literal["profile", "todo", "instructions"]
+
+
+class HistoryEntry(BaseModel):
+    """One recorded change to a memory document: what it was before and after, and the message behind it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str = Field(description="The change id (stable across replays of the same update).")
+    time: str = Field(description="When the change was written, ISO 8601 in UTC.")
+    order: int = Field(0, description="Position among the changes written at the same time.")
+    thread_id: str = Field("", description="The thread whose turn made the change ('' for CLI edits and undos).")
+    kind: MemoryKind = Field(description="Which memory changed.")
+    message: str = Field("", description="The user's message that caused the change, secrets redacted.")
+    action: Literal["created", "updated", "deleted"] = Field(description="What happened to the document.")
+    key: str = Field(description="The document's store key.")
+    before: Optional[dict] = Field(description="The document before the change (None: it was created).")
+    after: Optional[dict] = Field(description="The document after the change (None: it was deleted).")
+    undoes: Optional[str] = Field(None, description="The id of the change this one reverts, for an undo.")

@@ -8,14 +8,12 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from langchain_core.messages import AnyMessage, HumanMessage
 
 from graph import build_graph, close_graph
-from graph.memory_store import INSTRUCTIONS, PROFILE, TODO, namespace, search_all
-from graph.scripted_model import ScriptedChatModel
-from tests import postgres_server
-from tests.openai_stub import OpenAIStub
-from tests.stub_script import Script
+from graph.app.scripted_model import ScriptedChatModel
+from tests.support import postgres_server
+from tests.support.openai_stub import OpenAIStub
+from tests.support.stub_script import Script
 
 _database_numbers = itertools.count()
 
@@ -79,35 +77,3 @@ def agent(request, model: ScriptedChatModel, tmp_path: Path):
     agent = build_graph(tmp_path / "data", database_url=database_url, chat_model=lambda _settings: model)
     yield agent
     close_graph(agent)
-
-
-def config(user_id: str = "Lance", thread_id: str = "1", **extra) -> dict:
-    """A run config as in the tutorial."""
-    return {"configurable": {"thread_id": thread_id, "user_id": user_id, **extra}}
-
-
-def turn(agent, text: str, user_id: str = "Lance", thread_id: str = "1", **extra) -> list[AnyMessage]:
-    """Send one user message the tutorial's way (stream_mode="values") and return the thread afterwards."""
-    chunks = list(
-        agent.stream({"messages": [HumanMessage(content=text)]}, config(user_id, thread_id, **extra), stream_mode="values")
-    )
-    return chunks[-1]["messages"]
-
-
-def todos(agent, user_id: str = "Lance") -> dict[str, dict]:
-    """The user's ToDo items, by task."""
-    return {item.value["task"]: item.value for item in search_all(agent.store, namespace(TODO, user_id))}
-
-
-def profile_of(agent, user_id: str = "Lance") -> dict | None:
-    """The user's profile document."""
-    items = search_all(agent.store, namespace(PROFILE, user_id))
-    assert len(items) <= 1, "one profile document per user"
-    return items[0].value if items else None
-
-
-def instructions_of(agent, user_id: str = "Lance") -> str | None:
-    """The user's instruction text."""
-    item = agent.store.get(namespace(INSTRUCTIONS, user_id), "user_instructions")
-    return item.value["memory"] if item else None
-

@@ -6,13 +6,13 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from graph import build_graph
-from graph.input_limits import EMPTY_MESSAGE_REPLY, MAX_MESSAGE_TOKENS
-from graph.model import ModelUnavailableError
-from graph.scripted_model import calls, route, say, todo
-from graph.tokens import count_text_tokens
-from tests.conftest import config, todos, turn
-from tests.openai_stub import StubError, text_reply, tool_calls_reply
-from tests.stub_script import update
+from graph.app.scripted_model import calls, route, say, todo
+from graph.backends.model import ModelUnavailableError
+from graph.thread.tokens import MAX_MESSAGE_TOKENS, count_text_tokens
+from prompts import EMPTY_MESSAGE_REPLY
+from tests.support.helpers import config, todos, turn
+from tests.support.openai_stub import StubError, text_reply, tool_calls_reply
+from tests.support.stub_script import update
 
 
 @pytest.mark.parametrize("text", ["", "   ", "\n\t"])

@@ -4,12 +4,11 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from graph import build_graph
-from graph.change_notes import change_notes
-from graph.chat_session import ChatSession, Note, Token
-from graph.scripted_model import calls, patch_where, profile, remove_where, replace, route, say, todo
-from tests.conftest import todos
-from tests.openai_stub import OpenAIStub, text_reply, tool_calls_reply
-from tests.stub_script import Script, update
+from graph.app.scripted_model import calls, patch_where, profile, remove_where, replace, route, say, todo
+from graph.app.session import ChatSession, Note, Token, change_notes
+from tests.support.helpers import todos
+from tests.support.openai_stub import OpenAIStub, text_reply, tool_calls_reply
+from tests.support.stub_script import Script, update
 
 SWIM = {"task": "Book swim lessons", "status": "not started", "solutions": ["SF swim schools"]}
 

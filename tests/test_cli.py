@@ -3,7 +3,6 @@
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -13,13 +12,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from graph import build_graph
-from graph.cli import app
-from graph.demo import LOCAL_VENDORS, LOCK, SWIM
-from graph.memory_admin import export_memories, last_thread, user_items
-from tests.openai_stub import OpenAIStub, StubError, text_reply, tool_calls_reply
-from tests.stub_script import kind_of, update
-from tests.test_memory_admin import LANCE, remember
+from graph import build_graph, open_store
+from graph.app.cli import app
+from graph.app.tutorial import LOCAL_VENDORS, LOCK, SWIM
+from graph.memory.admin import export_memories, last_thread, user_items
+from tests.support.helpers import LANCE_PROFILE, free_port, remember
+from tests.support.openai_stub import OpenAIStub, StubError, text_reply, tool_calls_reply
+from tests.support.stub_script import kind_of, update
 
 ROOT = Path(__file__).resolve().parents[1]
 ANSI_ESCAPE = "\x1b["
@@ -45,7 +44,8 @@ def data_dir() -> Path:
 @pytest.fixture
 def stored(data_dir):
     """Lance's memories in the default data directory."""
-    remember(build_graph(data_dir).store, "Lance")
+    with open_store(data_dir) as store:
+        remember(store, "Lance")
 
 
 def chat_requests(stub: OpenAIStub) -> list[dict]:
@@ -102,7 +102,7 @@ def test_memory_json(stored, data_dir):
     for command, kind in (("todos", "todo"), ("profile", "profile"), ("instructions", "instructions")):
         result = maistro(command, "--user", "Lance", "--json")
         assert json.loads(result.stdout) == exported[kind]
-    assert json.loads(maistro("profile", "--user", "Lance", "--json").stdout) == {"user_profile": LANCE}
+    assert json.loads(maistro("profile", "--user", "Lance", "--json").stdout) == {"user_profile": LANCE_PROFILE}
 
 
 def test_empty_memories_of_the_default_user(stored, monkeypatch):
@@ -135,7 +135,8 @@ def test_import_of_a_file_that_is_not_an_export_fails_clearly(tmp_path):
 
 
 def test_forget_asks_then_deletes_that_user_only(stored, data_dir, stub, script):
-    remember(build_graph(data_dir).store, "Ann")
+    with open_store(data_dir) as store:
+        remember(store, "Ann")
     script.add("chat", text_reply("Hello Lance."), text_reply("Hello Ann."))
     maistro("chat", "--user", "Lance", "--thread", "lance-1", input="Hi\n")
     maistro("chat", "--user", "Ann", "--thread", "ann-1", input="Hi\n")
@@ -184,9 +185,7 @@ def test_chat_reports_a_server_error_and_the_same_message_can_be_sent_again(stub
 
 
 def test_chat_reports_an_endpoint_that_is_down_and_keeps_the_message(monkeypatch, data_dir):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
 
     result = maistro("chat", "--user", "Lance", "--thread", "t1", "--retries", "0", input="Remember the milk\n")
@@ -214,7 +213,7 @@ def test_chat_slash_commands_print_plain_text(stored, stub, script):
 
 def run_chat_process(*args: str, input: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "graph.cli", "chat", *args],
+        [sys.executable, "-m", "graph.app.cli", "chat", *args],
         input=input,
         capture_output=True,
         text=True,
@@ -234,7 +233,7 @@ def test_chat_process_saves_memory_and_the_next_run_continues_the_thread(stub, s
 
     script.add("chat", text_reply("You asked me to book swim lessons."))
     second = subprocess.Popen(
-        [sys.executable, "-m", "graph.cli", "chat", "--user", "Lance"],
+        [sys.executable, "-m", "graph.app.cli", "chat", "--user", "Lance"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -40,13 +40,13 @@ from langchain_core.messages import HumanMessage
 from langgraph.graph.state import CompiledStateGraph
 
 from graph import build_graph, close_graph
-from graph.chat_session import ChatSession
-from graph.memory_store import read_instructions, read_profile, read_todos
-from tests.bookkeeping import assert_tool_calls_answered
-from tests.crash_worker import BY_TEXT, PLAN, SLOW_DISK_TEXT, THREAD, USER, Message
-from tests.openai_stub import OpenAIStub, StubError, text_reply, tool_calls_reply, tool_names
-from tests.scripted_session import task_keeper
-from tests.stub_script import kind_of, update
+from graph.app.session import ChatSession
+from graph.memory.store import read_instructions, read_profile, read_todos
+from tests.support.bookkeeping import assert_tool_calls_answered
+from tests.support.crash_worker import BY_TEXT, PLAN, SLOW_DISK_TEXT, THREAD, USER, Message
+from tests.support.openai_stub import OpenAIStub, StubError, text_reply, tool_calls_reply, tool_names
+from tests.support.scripted_session import task_keeper
+from tests.support.stub_script import kind_of, update
 
 ROOT = Path(__file__).resolve().parents[1]
 KILLS = 55
@@ -221,7 +221,7 @@ class Worker:
         self.log = log
         with log.open("w") as stderr:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "tests.crash_worker", "serve", target],
+                [sys.executable, "-m", "tests.support.crash_worker", "serve", target],
                 cwd=ROOT,
                 env=env,
                 stdin=subprocess.PIPE,
@@ -406,7 +406,7 @@ def test_a_turn_killed_right_after_its_todo_write_is_retried_without_a_second_to
     `checkpoint-and-writes`, its saved writes) were still being written; sending the same message again
     must finish that turn without inserting the ToDo again or keeping the message twice."""
     died = subprocess.run(
-        [sys.executable, "-m", "tests.crash_worker", "die-after-todo-write", str(tmp_path), slow],
+        [sys.executable, "-m", "tests.support.crash_worker", "die-after-todo-write", str(tmp_path), slow],
         cwd=ROOT,
         capture_output=True,
         text=True,

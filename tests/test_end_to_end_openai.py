@@ -4,10 +4,10 @@ import pytest
 from langchain_core.messages import AIMessageChunk, HumanMessage
 
 from graph import build_graph
-from graph.model import ModelUnavailableError
-from tests.conftest import config, profile_of, todos
-from tests.openai_stub import StubError, text_reply, tool_calls_reply
-from tests.stub_script import kind_of, update
+from graph.backends.model import ModelUnavailableError
+from tests.support.helpers import config, profile_of, todos
+from tests.support.openai_stub import StubError, text_reply, tool_calls_reply
+from tests.support.stub_script import kind_of, update
 
 
 @pytest.fixture

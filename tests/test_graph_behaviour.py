@@ -4,11 +4,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.store.base import PutOp
 
-from graph.history import HISTORY
-from graph.memory_store import TODO, namespace
-from tests.bookkeeping import assert_tool_calls_answered
-from tests.conftest import config, profile_of, todos, turn
-from graph.scripted_model import (
+from graph.app.scripted_model import (
     calls,
     patch,
     patch_where,
@@ -19,12 +15,15 @@ from graph.scripted_model import (
     sequential_calls,
     todo,
 )
+from graph.memory.changes import HISTORY
+from graph.memory.store import TODO, namespace
+from tests.support.bookkeeping import assert_tool_calls_answered
+from tests.support.helpers import config, profile_of, todos, turn
 
 DENTIST = "Book a dentist appointment"
 
 
 def test_two_memories_in_one_message_update_in_parallel(agent, model):
-    model.latency = 0.05
     model.add("task_maistro", route("user", "todo"), say("Noted the move, and I added the dentist."))
     model.add("update_profile", calls(profile(location="Oakland")))
     model.add("update_todos", calls(todo(DENTIST, solutions=["Call Oakland Dental"])))

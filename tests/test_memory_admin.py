@@ -5,8 +5,7 @@ import json
 import pytest
 from langchain_core.messages import HumanMessage
 
-from graph.history import HISTORY
-from graph.memory_admin import (
+from graph.memory.admin import (
     EXPORT_FORMAT,
     InvalidExportError,
     export_memories,
@@ -16,18 +15,10 @@ from graph.memory_admin import (
     user_items,
     user_threads,
 )
-from graph.memory_store import INSTRUCTIONS, PROFILE, TODO, namespace
-from tests.scripted_session import REQUEST, task_keeper
-
-SWIM = {
-    "task": "Book swim lessons",
-    "time_to_complete": 30,
-    "deadline": "2026-11-30T23:59:00-08:00",
-    "solutions": ["La Petite Baleen"],
-    "status": "not started",
-}
-LOCK = {**SWIM, "task": "Fix the Yale lock", "deadline": None, "status": "done"}
-LANCE = {"name": "Lance", "location": "San Francisco", "job": None, "connections": ["Wife"], "interests": []}
+from graph.memory.changes import HISTORY
+from graph.memory.store import INSTRUCTIONS, PROFILE, TODO
+from tests.support.helpers import LANCE_PROFILE, LOCK_ITEM, SWIM_ITEM, remember
+from tests.support.scripted_session import REQUEST, task_keeper
 
 
 @pytest.fixture
@@ -45,13 +36,6 @@ def remind(agent, user_id: str, thread_id: str, *tasks: str) -> None:
         )
 
 
-def remember(store, user_id: str) -> None:
-    store.put(namespace(PROFILE, user_id), "user_profile", LANCE)
-    store.put(namespace(TODO, user_id), "b-swim", SWIM)
-    store.put(namespace(TODO, user_id), "a-lock", LOCK)
-    store.put(namespace(INSTRUCTIONS, user_id), "user_instructions", {"memory": "Name local vendors."})
-
-
 def test_export_import_into_another_user_gives_the_same_json(agent):
     remember(agent.store, "lance.martin@example.com")
 
@@ -60,8 +44,8 @@ def test_export_import_into_another_user_gives_the_same_json(agent):
 
     assert exported == {
         "format": EXPORT_FORMAT,
-        PROFILE: {"user_profile": LANCE},
-        TODO: {"a-lock": LOCK, "b-swim": SWIM},
+        PROFILE: {"user_profile": LANCE_PROFILE},
+        TODO: {"a-lock": LOCK_ITEM, "b-swim": SWIM_ITEM},
         INSTRUCTIONS: {"user_instructions": {"memory": "Name local vendors."}},
         HISTORY: {},
     }
@@ -75,12 +59,12 @@ def test_export_import_into_another_user_gives_the_same_json(agent):
         ({"format": "v0"}, "not a task-maistro memory export"),
         ({"format": EXPORT_FORMAT, "todos": {}}, "unknown sections: todos"),
         ({"format": EXPORT_FORMAT, "todo": {"k": {"task": "No solutions", "status": "someday"}}}, '"todo" item "k"'),
-        ({"format": EXPORT_FORMAT, "profile": {"second": LANCE}}, 'under the key "user_profile"'),
+        ({"format": EXPORT_FORMAT, "profile": {"second": LANCE_PROFILE}}, 'under the key "user_profile"'),
         ({"format": EXPORT_FORMAT, "instructions": {"user_instructions": "plain text"}}, '"instructions" item'),
     ],
 )
 def test_import_rejects_invalid_data_and_writes_nothing(agent, data, problem):
-    valid = {"format": EXPORT_FORMAT, TODO: {"ok": SWIM}}
+    valid = {"format": EXPORT_FORMAT, TODO: {"ok": SWIM_ITEM}}
     with pytest.raises(InvalidExportError, match=problem):
         import_memories(agent.store, "Ann", {**valid, **data})
     assert user_items(agent.store, "Ann") == []

@@ -5,7 +5,7 @@ from langchain_core.messages import HumanMessage
 from langchain_openai import ChatOpenAI
 
 from graph import Configuration, ModelNotConfiguredError, build_graph, load_chat_model
-from graph.configuration import DEFAULT_MODEL
+from graph.settings import DEFAULT_MODEL
 
 
 def test_no_credentials_is_one_clear_sentence_and_keeps_the_message(tmp_path):

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, Field
 
-from tests.openai_stub import (
+from tests.support.openai_stub import (
     OpenAIStub,
     StubError,
     system_text,

@@ -5,17 +5,17 @@ import sys
 from pathlib import Path
 
 from graph import build_graph, close_graph
-from graph.persistence import DATABASE_FILE
-from graph.scripted_model import ScriptedChatModel
-from tests.conftest import todos
-from tests.scripted_session import run_users, task_keeper
+from graph.app.scripted_model import ScriptedChatModel
+from graph.backends.sqlite import DATABASE_FILE
+from tests.support.helpers import todos
+from tests.support.scripted_session import run_users, task_keeper
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def session(target, count: int, *users: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.scripted_session", str(target), str(count), *users],
+        [sys.executable, "-m", "tests.support.scripted_session", str(target), str(count), *users],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -3,11 +3,11 @@
 import pytest
 
 from graph import build_graph, close_graph
-from graph.embeddings import index_config
-from graph.memory_store import TODO, namespace
-from graph.scripted_model import ScriptedChatModel
-from graph.todo_selection import select_todos
-from tests.test_todo_selection import fill
+from graph.app.scripted_model import ScriptedChatModel
+from graph.backends.embeddings import index_config
+from graph.memory.selection import select_todos
+from graph.memory.store import TODO, namespace
+from tests.support.helpers import fill
 
 SWIM = {"task": "给女儿报名游泳课", "status": "not started", "solutions": ["社区游泳馆"], "deadline": None,
         "time_to_complete": 30}

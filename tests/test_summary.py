@@ -2,11 +2,11 @@
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from graph.summary import fold_point
-from graph.tokens import count_text_tokens, count_tokens
-from graph.scripted_model import calls, route, say, todo
-from tests.bookkeeping import assert_tool_calls_answered
-from tests.conftest import config, todos, turn
+from graph.app.scripted_model import calls, route, say, todo
+from graph.thread.summary import fold_point
+from graph.thread.tokens import count_text_tokens, count_tokens
+from tests.support.bookkeeping import assert_tool_calls_answered
+from tests.support.helpers import config, todos, turn
 
 SUMMARIZER = "You keep a running summary"
 

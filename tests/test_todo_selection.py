@@ -1,27 +1,12 @@
 """Bounded long-term context: past a limit, prompts carry the ToDos relevant to the turn plus counts."""
 
-from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 
-from graph.memory_store import TODO, namespace
-from graph.scripted_model import patch_where, replace, route, say
-from graph.todo_selection import select_todos, terms
-from graph.tokens import count_tokens
-from tests.conftest import todos, turn
-
-CHORES = ["Water the plants", "Pay the electricity bill", "Renew passport", "Call grandma", "Clean gutters"]
-
-
-def fill(store, user_id: str, count: int, status: str = "not started") -> None:
-    store.batch(
-        [
-            PutOp(namespace(TODO, user_id), f"item-{n:05d}", {
-                "task": f"{CHORES[n % len(CHORES)]} (batch {n})", "time_to_complete": 15, "deadline": None,
-                "solutions": ["Do it on Saturday"], "status": status,
-            })
-            for n in range(count)
-        ]
-    )
+from graph.app.scripted_model import patch_where, replace, route, say
+from graph.memory.selection import select_todos, terms
+from graph.memory.store import TODO, namespace
+from graph.thread.tokens import count_tokens
+from tests.support.helpers import fill, todos, turn
 
 
 def test_short_lists_are_shown_whole():

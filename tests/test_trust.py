@@ -5,11 +5,11 @@ import time
 
 import pytest
 
-from graph.change_notes import change_notes
-from graph.history import UnknownChangeError, list_history, undo_change
-from graph.memory_admin import export_memories, import_memories
-from graph.scripted_model import calls, patch_where, profile, remove_where, replace, route, say, todo
-from tests.conftest import instructions_of, profile_of, todos, turn
+from graph.app.scripted_model import calls, patch_where, profile, remove_where, replace, route, say, todo
+from graph.app.session import change_notes
+from graph.memory.admin import export_memories, import_memories
+from graph.memory.changes import UnknownChangeError, list_history, undo_change
+from tests.support.helpers import instructions_of, profile_of, todos, turn
 
 CARD = "4111 1111 1111 1111"
 

@@ -1,0 +1,290 @@
+"""The `maistro` console script: chat, look at, export, import and forget a user's memories, or run the demo.
+
+Commands import what they use when they run, so `maistro --help` starts in a blink; read-only commands
+(`todos`, `profile`, `instructions`, `history`, `export`) open the store alone: no graph, no model client.
+"""
+
+import json
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, NoReturn
+
+import typer
+
+from graph.memory.store import INSTRUCTIONS, PROFILE, TODO
+
+if TYPE_CHECKING:
+    from langgraph.graph.state import CompiledStateGraph
+    from langgraph.store.base import BaseStore
+
+app = typer.Typer(
+    help="Chat with an assistant that remembers your profile, ToDo list and instructions.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+
+UserOption = Annotated[
+    str | None, typer.Option("--user", "-u", help="User id (default: MAISTRO_DEFAULT_USER or default-user).")
+]
+DataDirOption = Annotated[
+    Path | None,
+    typer.Option("--data-dir", help="Directory of the SQLite database (default: MAISTRO_DATA_DIR or your data dir)."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON (store key → value) instead of a table.")]
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(message, err=True)
+    raise typer.Exit(1)
+
+
+def _user(user: str | None) -> str:
+    from graph.configuration import Configuration
+
+    return Configuration(user_id=user or "").resolved_user_id
+
+
+@contextmanager
+def _graph(data_dir: Path | None, retries: int | None = None) -> Iterator["CompiledStateGraph"]:
+    from functools import partial
+
+    from graph.agent import open_graph
+    from graph.backends.model import load_chat_model
+
+    with open_graph(data_dir, chat_model=partial(load_chat_model, max_retries=retries)) as graph:
+        yield graph
+
+
+@contextmanager
+def _store(data_dir: Path | None, *, index: bool = False) -> Iterator["BaseStore"]:
+    """The store alone; with the semantic index only for writes (`index`), so that new items get embedded."""
+    from graph.backends.storage import open_store
+
+    with open_store(data_dir, embeddings=None if index else "") as store:
+        yield store
+
+
+@app.command()
+def chat(
+    user: UserOption = None,
+    thread: Annotated[
+        str | None, typer.Option("--thread", "-t", help="Thread id (default: your last thread, else a new one).")
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model name (default: MAISTRO_MODEL).")] = None,
+    data_dir: DataDirOption = None,
+    retries: Annotated[int, typer.Option(help="How often to retry a failed model request.")] = 2,
+) -> None:
+    """Chat; the reply streams and a note says when a memory changed. Reads one message per line from a pipe."""
+    from rich.console import Console
+
+    from graph.app.session import ChatSession
+    from graph.app.terminal import line_reader, run_chat, terminal_reader
+    from graph.backends.model import NO_MODEL_MESSAGE, ModelNotConfiguredError, ensure_model_configured
+    from graph.configuration import Configuration
+    from graph.memory.admin import last_thread
+
+    if retries < 0:
+        _fail("--retries must be 0 or more.")
+    try:
+        ensure_model_configured()
+    except ModelNotConfiguredError:
+        _fail(NO_MODEL_MESSAGE.removesuffix(".") + "; or run `maistro demo` to try task-maistro without a key.")
+    with _graph(data_dir, retries) as graph:
+        user_id = _user(user)
+        thread_id = thread or last_thread(graph.checkpointer, user_id)
+        session = ChatSession(graph, user_id, thread_id, model)
+        if not sys.stdin.isatty():
+            plain = Console(color_system=None, highlight=False, emoji=False)
+            run_chat(session, plain, line_reader(sys.stdin))
+            return
+        console = Console(highlight=False)
+        state = "continuing thread" if thread_id else "new thread"
+        console.print(
+            f"task-maistro · user {user_id} · model {model or Configuration().model} · {state} {session.thread_id} "
+            "· /help lists the commands",
+            markup=False,
+            style="dim",
+        )
+        run_chat(session, console, terminal_reader(console))
+        console.print(f"Bye. Thread {session.thread_id} is saved: `maistro chat` continues it.", markup=False)
+
+
+def _show(kind: str, user: str | None, as_json: bool, data_dir: Path | None) -> None:
+    from rich.console import Console
+
+    from graph.app.tables import memory_view
+    from graph.memory.admin import export_memories
+
+    user_id = _user(user)
+    with _store(data_dir) as store:
+        if as_json:
+            typer.echo(json.dumps(export_memories(store, user_id)[kind], ensure_ascii=False, indent=2))
+        else:
+            Console().print(memory_view(store, kind, user_id))
+
+
+@app.command()
+def todos(user: UserOption = None, as_json: JsonOption = False, data_dir: DataDirOption = None) -> None:
+    """Show the ToDo list: task, status, deadline, time to complete, solutions."""
+    _show(TODO, user, as_json, data_dir)
+
+
+@app.command()
+def profile(user: UserOption = None, as_json: JsonOption = False, data_dir: DataDirOption = None) -> None:
+    """Show the profile: name, location, job, connections, interests."""
+    _show(PROFILE, user, as_json, data_dir)
+
+
+@app.command()
+def instructions(user: UserOption = None, as_json: JsonOption = False, data_dir: DataDirOption = None) -> None:
+    """Show the instructions for writing ToDos."""
+    _show(INSTRUCTIONS, user, as_json, data_dir)
+
+
+@app.command()
+def export(
+    user: UserOption = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (default: stdout).")] = None,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Export all of a user's memories as JSON (store keys preserved)."""
+    from graph.memory.admin import export_memories
+
+    user_id = _user(user)
+    with _store(data_dir) as store:
+        text = json.dumps(export_memories(store, user_id), ensure_ascii=False, indent=2)
+    if output is None:
+        typer.echo(text)
+        return
+    output.write_text(text + "\n", encoding="utf-8")
+    typer.echo(f"Exported the memories of {user_id} to {output}.")
+
+
+@app.command("import")
+def import_(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A file written by `maistro export`.")],
+    user: UserOption = None,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Import memories exported by `maistro export` into a user (items with the same keys are replaced)."""
+    from graph.memory.admin import InvalidExportError, import_memories
+
+    user_id = _user(user)
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+        with _store(data_dir, index=True) as store:
+            counts = import_memories(store, user_id, data)
+    except (json.JSONDecodeError, InvalidExportError) as error:
+        _fail(f"Cannot import {file}: {error}")
+    summary = ", ".join(f"{count} {kind}" for kind, count in counts.items())
+    typer.echo(f"Imported into {user_id}: {summary}.")
+
+
+@app.command()
+def forget(
+    user: Annotated[str, typer.Option("--user", "-u", help="The user to forget.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Delete every memory and every thread of a user (nothing of other users)."""
+    from graph.backends.storage import close_storage, open_storage
+    from graph.memory.admin import forget_user, user_items, user_threads
+
+    user_id = _user(user)
+    checkpointer, store = open_storage(data_dir)
+    try:
+        memories, threads = len(user_items(store, user_id)), len(user_threads(checkpointer, user_id))
+        if not memories and not threads:
+            typer.echo(f"Nothing is stored for {user_id}.")
+            return
+        if not yes:
+            typer.confirm(
+                f"Delete {memories} memories and {threads} threads of {user_id}? This cannot be undone", abort=True
+            )
+        memories, threads = forget_user(store, checkpointer, user_id)
+    finally:
+        close_storage(checkpointer, store)
+    typer.echo(f"Forgot {user_id}: deleted {memories} memories and {threads} threads.")
+
+
+@app.command()
+def history(user: UserOption = None, as_json: JsonOption = False, data_dir: DataDirOption = None) -> None:
+    """Show every change to a user's memories, oldest first (ids for `maistro undo`)."""
+    from rich.console import Console
+
+    from graph.app.tables import history_table
+    from graph.memory.changes import list_history
+
+    user_id = _user(user)
+    with _store(data_dir) as store:
+        entries = list_history(store, user_id)
+    if as_json:
+        typer.echo(json.dumps(entries, ensure_ascii=False, indent=2))
+    else:
+        Console().print(history_table(entries, user_id))
+
+
+@app.command()
+def undo(
+    change: Annotated[
+        str | None, typer.Argument(help="Change id (or its first characters) from `maistro history`; default: the last.")
+    ] = None,
+    user: UserOption = None,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Revert a change to a user's memories (the last one by default); an undo can be undone too."""
+    from graph.memory.changes import UnknownChangeError, list_history, undo_change
+
+    user_id = _user(user)
+    with _store(data_dir, index=True) as store:
+        matches = [e["id"] for e in list_history(store, user_id) if change and e["id"].startswith(change)]
+        if change and len(matches) != 1:
+            _fail(f"{len(matches) or 'No'} changes of {user_id} start with {change!r}; see `maistro history`.")
+        try:
+            entry = undo_change(store, user_id, matches[0] if change else None)
+        except UnknownChangeError as error:
+            _fail(f"Nothing to undo for {user_id}: {error}.")
+    typer.echo(f"Undid change {entry['undoes'][:8]} of {user_id}: {entry['kind']} {entry['key']} {entry['action']}.")
+
+
+@app.command()
+def demo(
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", help="Keep the demo's database here (default: a temporary directory).")
+    ] = None,
+) -> None:
+    """Replay the tutorial conversation with a scripted model (no API key needed) and show the memories."""
+    from rich.console import Console
+
+    from graph.app.demo import DemoError, run_demo
+
+    console = Console(highlight=False)
+    try:
+        if data_dir is not None:
+            run_demo(console, data_dir)
+            return
+        with tempfile.TemporaryDirectory(prefix="maistro-demo-", ignore_cleanup_errors=True) as directory:
+            run_demo(console, Path(directory), temporary=True)
+    except DemoError as error:
+        _fail(str(error))
+
+
+def main() -> None:
+    """The console script: run the CLI; a bad MAISTRO_*/OPENAI_* setting is one sentence and exit code 1."""
+    try:
+        app()
+    except Exception as error:
+        from graph.settings import SettingsError  # imported on failure only: --help never loads the settings
+
+        if not isinstance(error, SettingsError):
+            raise
+        typer.echo(f"Configuration error: {error}", err=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""What the agent runs on: the chat model, SQLite or PostgreSQL storage, and embeddings."""

@@ -1,0 +1,118 @@
+"""The chat model factory: OpenAI by default, any OpenAI-compatible endpoint through OPENAI_BASE_URL."""
+
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import openai
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models import BaseChatModel
+from langchain_openai import ChatOpenAI
+from langgraph.constants import TAG_NOSTREAM
+
+from graph.configuration import Configuration
+from graph.settings import current_settings
+
+ChatModelFactory = Callable[[Configuration], BaseChatModel]
+
+NO_MODEL_MESSAGE = (
+    "No chat model is configured: set OPENAI_API_KEY for OpenAI, or OPENAI_BASE_URL (plus OPENAI_API_KEY "
+    "if the endpoint needs one) for an OpenAI-compatible endpoint, and MAISTRO_MODEL to pick the model."
+)
+MODEL_UNAVAILABLE_MESSAGE = (
+    "The model endpoint did not answer ({reason}), also after retrying. Your message is kept in the thread: "
+    "send it again to retry."
+)
+
+
+class ModelUnavailableError(RuntimeError):
+    """The model endpoint kept failing (server error, rate limit, timeout or no connection) after retries."""
+
+
+def unavailable_reason(error: BaseException) -> str | None:
+    """Why an endpoint error means the model is unavailable (down, overloaded, too slow), or None."""
+    if isinstance(error, openai.APITimeoutError):
+        return "timed out"
+    if isinstance(error, openai.APIConnectionError):
+        return "no connection"
+    if isinstance(error, openai.APIStatusError) and (error.status_code >= 500 or error.status_code == 429):
+        return f"HTTP {error.status_code}"
+    return None
+
+
+@contextmanager
+def model_errors() -> Iterator[None]:
+    """Turn an endpoint that is down, overloaded or too slow into one `ModelUnavailableError` sentence."""
+    try:
+        yield
+    except openai.APIError as error:
+        reason = unavailable_reason(error)
+        if reason is None:
+            raise
+        raise ModelUnavailableError(MODEL_UNAVAILABLE_MESSAGE.format(reason=reason)) from error
+
+
+class EndpointCircuit(BaseCallbackHandler):
+    """Fails every further model call of a run fast once the endpoint was unavailable.
+
+    trustcall retries failed update extractions in a loop; without this, a down endpoint would be asked
+    again (with the client's own retries and timeouts) on every iteration.
+    """
+
+    raise_error = True
+
+    def __init__(self) -> None:
+        self.failure: BaseException | None = None
+
+    def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+        """Refuse the call when the endpoint already failed in this run."""
+        if self.failure is not None:
+            raise self.failure
+
+    def on_llm_error(self, error: BaseException, **kwargs: Any) -> None:
+        """Remember an unavailable endpoint."""
+        if self.failure is None and unavailable_reason(error):
+            self.failure = error
+
+
+class ModelNotConfiguredError(RuntimeError):
+    """Raised before any model call when neither OPENAI_API_KEY nor OPENAI_BASE_URL is set."""
+
+
+def ensure_model_configured() -> None:
+    """Raise `ModelNotConfiguredError` with one actionable sentence when no endpoint credentials are set."""
+    if not current_settings().model_configured():
+        raise ModelNotConfiguredError(NO_MODEL_MESSAGE)
+
+
+@functools.lru_cache(maxsize=16)
+def _chat_openai(
+    model: str, api_key: str, base_url: str | None, max_retries: int | None, timeout: float
+) -> ChatOpenAI:
+    return ChatOpenAI(
+        model=model, temperature=0, api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout
+    )
+
+
+def load_chat_model(settings: Configuration, *, max_retries: int | None = None) -> BaseChatModel:
+    """The configured chat model at temperature 0, shared by runs with the same settings.
+
+    Sharing keeps HTTP connections alive and lets the update nodes reuse their trustcall extractors.
+    `max_retries` is how often the client retries a failed request, with backoff (None: the client's
+    default of 2); MAISTRO_MODEL_TIMEOUT bounds each request in seconds (default 60).
+    """
+    ensure_model_configured()
+    environment = current_settings()
+    return _chat_openai(
+        settings.model,
+        environment.openai_api_key or "not-needed",
+        environment.openai_base_url,
+        max_retries,
+        environment.model_timeout,
+    )
+
+
+def quiet(model: BaseChatModel) -> BaseChatModel:
+    """A copy of the model whose tokens are not streamed to the user (extraction and summary calls are internal)."""
+    return model.model_copy(update={"tags": [*(model.tags or []), TAG_NOSTREAM]})

@@ -1,0 +1,39 @@
+"""PostgreSQL storage: `PostgresSaver` and `PostgresStore` sharing one connection pool."""
+
+import time
+
+from langgraph.store.base import IndexConfig, TTLConfig
+
+POOL_SIZE = 10
+# Serialises table setup across processes starting at once on a fresh database.
+SETUP_LOCK = 0x6D61697374726F
+
+
+def open_postgres(url: str, index: IndexConfig | None, ttl: TTLConfig, *, checkpointer: bool = True):
+    """A `PostgresSaver` (None unless `checkpointer`) and a `PostgresStore` on one pool, their tables created."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from langgraph.store.postgres import PostgresStore
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool
+
+    pool = ConnectionPool(
+        url,
+        min_size=1,
+        max_size=POOL_SIZE,
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        open=True,
+    )
+    saver = PostgresSaver(pool) if checkpointer else None
+    store = PostgresStore(pool, index=index, ttl=ttl)
+    with pool.connection() as conn:
+        # Poll instead of blocking in pg_advisory_lock: a blocked statement holds a snapshot that the
+        # migrations' CREATE INDEX CONCURRENTLY in the lock holder would wait for, a deadlock.
+        while not conn.execute("SELECT pg_try_advisory_lock(%s) AS locked", (SETUP_LOCK,)).fetchone()["locked"]:
+            time.sleep(0.05)
+        try:
+            if saver is not None:
+                saver.setup()
+            store.setup()
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))
+    return saver, store

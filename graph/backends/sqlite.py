@@ -1,0 +1,60 @@
+"""SQLite storage: one database file holds the checkpointer's threads and the store's memories."""
+
+import sqlite3
+from pathlib import Path
+from types import ModuleType
+
+from filelock import FileLock
+from langgraph.store.base import IndexConfig, TTLConfig
+from langgraph.store.sqlite import SqliteStore
+
+DATABASE_FILE = "maistro.sqlite"
+BUSY_TIMEOUT_SECONDS = 30.0
+
+
+def sqlite_with_extensions() -> ModuleType:
+    """A DB-API sqlite3 module that can load extensions (sqlite-vec, for the semantic index)."""
+    if hasattr(sqlite3.Connection, "enable_load_extension"):
+        return sqlite3
+    try:
+        import pysqlite3.dbapi2
+    except ImportError as error:
+        raise RuntimeError(
+            "This Python's sqlite3 cannot load extensions, which the SQLite semantic index needs: "
+            "pip install 'task-maistro[semantic]' (pysqlite3-binary), or unset MAISTRO_EMBEDDINGS."
+        ) from error
+    return pysqlite3.dbapi2
+
+
+def connect(path: Path, *, autocommit: bool, driver: ModuleType = sqlite3) -> sqlite3.Connection:
+    """A connection shareable between threads, in WAL mode, that waits for other writers instead of failing."""
+    conn = driver.connect(
+        path,
+        timeout=BUSY_TIMEOUT_SECONDS,
+        check_same_thread=False,
+        **({"isolation_level": None} if autocommit else {}),
+    )
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    return conn
+
+
+def open_sqlite(directory: Path, index: IndexConfig | None, ttl: TTLConfig, *, checkpointer: bool = True):
+    """A `SqliteSaver` (None unless `checkpointer`) and a `SqliteStore` on `directory`'s database file.
+
+    Their tables are created once, even when several processes open a fresh database at the same time.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / DATABASE_FILE
+    driver = sqlite_with_extensions() if index else sqlite3
+    store = SqliteStore(connect(path, autocommit=True, driver=driver), index=index, ttl=ttl)
+    saver = None
+    if checkpointer:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        saver = SqliteSaver(connect(path, autocommit=False))
+    with FileLock(directory / f"{DATABASE_FILE}.setup.lock"):
+        if saver is not None:
+            saver.setup()
+        store.setup()
+    return saver, store

@@ -1,0 +1,60 @@
+"""Where each memory lives in the LangGraph store, and complete (paged) reads of it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from urllib.parse import unquote
+
+if TYPE_CHECKING:
+    from langgraph.store.base import BaseStore, Item
+
+PROFILE = "profile"
+TODO = "todo"
+INSTRUCTIONS = "instructions"
+HISTORY = "history"
+PROFILE_KEY = "user_profile"
+INSTRUCTIONS_KEY = "user_instructions"
+PAGE_SIZE = 200
+
+
+def user_label(user_id: str) -> str:
+    """Encode a user id as a store namespace label (labels may not contain '.'); reversible."""
+    return user_id.replace("%", "%25").replace(".", "%2E")
+
+
+def user_from_label(label: str) -> str:
+    """Decode a namespace label made by `user_label` back to the user id."""
+    return unquote(label)
+
+
+def namespace(kind: str, user_id: str) -> tuple[str, str]:
+    """The namespace of one memory kind (`profile`, `todo`, `instructions`) of one user."""
+    return (kind, user_label(user_id))
+
+
+def search_all(store: BaseStore, ns: tuple[str, ...]) -> list[Item]:
+    """Every item in a namespace, paging past the store's default limit of 10, oldest first."""
+    items: list[Item] = []
+    while True:
+        page = store.search(ns, limit=PAGE_SIZE, offset=len(items))
+        items.extend(page)
+        if len(page) < PAGE_SIZE:
+            break
+    return sorted(items, key=lambda item: (item.created_at, item.key))
+
+
+def read_profile(store: BaseStore, user_id: str) -> Item | None:
+    """The user's profile document, if one was written."""
+    items = store.search(namespace(PROFILE, user_id), limit=1)
+    return items[0] if items else None
+
+
+def read_todos(store: BaseStore, user_id: str) -> list[Item]:
+    """All of the user's ToDo items, oldest first."""
+    return search_all(store, namespace(TODO, user_id))
+
+
+def read_instructions(store: BaseStore, user_id: str) -> str:
+    """The user's instructions for writing ToDos ("" when none)."""
+    item = store.get(namespace(INSTRUCTIONS, user_id), INSTRUCTIONS_KEY)
+    return item.value.get("memory", "") if item else ""

@@ -1,0 +1,116 @@
+"""The `task_maistro` node: answers the user with their memories in the prompt, and decides what to save."""
+
+from collections.abc import Sequence
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.store.base import BaseStore
+
+from graph.backends.model import ChatModelFactory, model_errors
+from graph.configuration import Configuration
+from graph.memory.rendering import render_profile, render_todos
+from graph.memory.selection import recent_user_text, select_todos
+from graph.memory.store import read_instructions, read_profile
+from graph.state import State
+from graph.thread.summary import fold_into_summary, with_summary
+from graph.thread.tokens import bound_messages, is_blank, truncation_notice
+from graph.thread.tool_calls import (
+    answer_dangling_tool_calls,
+    last_human_message,
+    memory_rounds_in_turn,
+    pending_update_calls,
+    reject_invalid_calls,
+    without_tool_calls,
+)
+from prompts import EMPTY_MESSAGE_REPLY, LANGUAGE_RULE, MODEL_SYSTEM_MESSAGE
+from schemas import UpdateMemory
+
+# Converted once: converting the TypedDict on every call costs milliseconds.
+UPDATE_MEMORY_TOOL = convert_to_openai_tool(UpdateMemory)
+# Routing needs one step for the update nodes and one for the chat node that answers afterwards.
+STEPS_PER_ROUND = 2
+
+
+def chat_system_message(
+    store: BaseStore, settings: Configuration, thread: list[AnyMessage], summary: str
+) -> SystemMessage:
+    """The chat prompt with the user's profile, relevant ToDos, instructions and the thread's summary."""
+    user_id = settings.resolved_user_id
+    profile = read_profile(store, user_id)
+    todos = select_todos(store, user_id, recent_user_text(thread), settings.todo_prompt_limit)
+    prompt = MODEL_SYSTEM_MESSAGE.format(
+        role=settings.role,
+        now=settings.now_text(),
+        user_profile=render_profile(profile.value if profile else None),
+        todo=render_todos(todos.items, todos.hidden_open, todos.hidden_closed),
+        instructions=read_instructions(store, user_id),
+        language_rule=LANGUAGE_RULE,
+    )
+    return SystemMessage(content=with_summary(prompt, summary))
+
+
+def task_maistro(
+    state: State, config: RunnableConfig, *, store: BaseStore, chat_model: ChatModelFactory
+) -> dict:
+    """Answer the user, or call UpdateMemory.
+
+    Before the model call the thread is made valid (dangling tool calls answered) and, at the start of a
+    turn past the token budget, older messages are folded into the summary. An empty message gets a reply
+    without a model call; an overlong one is cut in the prompt (the thread keeps it) and the reply says so.
+    """
+    settings = Configuration.from_runnable_config(config)
+    original = state["messages"]
+    thread = answer_dangling_tool_calls(original) or list(original)
+    summary = state.get("summary", "")
+    turn_starts = isinstance(thread[-1], HumanMessage)
+    if turn_starts and is_blank(thread[-1]):
+        reply = AIMessage(content=EMPTY_MESSAGE_REPLY)
+        return {"messages": [*thread_update(original, thread), reply], "summary": summary}
+    model = chat_model(settings)
+    if turn_starts:
+        thread, summary = fold_into_summary(thread, summary, model, settings)
+    system = chat_system_message(store, settings, thread, summary)
+    visible_thread = bound_messages(thread)
+    new_messages: list[AnyMessage] = []
+    while True:
+        rounds = memory_rounds_in_turn(thread + new_messages)
+        may_route = (
+            rounds < settings.max_memory_rounds and state["remaining_steps"] > STEPS_PER_ROUND + 1
+        )
+        prompt = [system, *visible_thread, *new_messages]
+        with model_errors():
+            if not may_route:
+                new_messages.append(without_tool_calls(model.invoke(prompt)))
+                break
+            response = model.bind_tools([UPDATE_MEMORY_TOOL]).invoke(prompt)
+        rejected = reject_invalid_calls(response)
+        new_messages += [response, *rejected]
+        if not rejected or pending_update_calls(thread + new_messages):
+            break
+    return {
+        "messages": [*thread_update(original, thread), *with_truncation_notice(thread, new_messages)],
+        "summary": summary,
+    }
+
+
+def with_truncation_notice(thread: list[AnyMessage], new_messages: list[AnyMessage]) -> list[AnyMessage]:
+    """The new messages, the final reply prefixed with a note when the user's latest message was cut."""
+    latest_user = last_human_message(thread)
+    reply = new_messages[-1]
+    notice = truncation_notice(latest_user) if latest_user is not None else ""
+    if not notice or reply.tool_calls or not isinstance(reply.content, str):
+        return new_messages
+    return [*new_messages[:-1], reply.model_copy(update={"content": f"{notice}\n\n{reply.content}"})]
+
+
+def thread_update(original: Sequence[AnyMessage], thread: Sequence[AnyMessage]) -> list[AnyMessage]:
+    """Messages for the `add_messages` reducer that turn `original` into `thread` (folded or repaired).
+
+    A thread that is a tail of the original only needs removals; anything else is written out whole.
+    """
+    dropped = len(original) - len(thread)
+    if dropped >= 0 and all(kept is same for kept, same in zip(original[dropped:], thread, strict=True)):
+        return [RemoveMessage(id=message.id) for message in original[:dropped]]
+    return [RemoveMessage(id=REMOVE_ALL_MESSAGES), *thread]

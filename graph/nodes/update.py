@@ -1,0 +1,99 @@
+"""The recipe every update node follows: propose changes, commit them with their history, answer the calls.
+
+A node supplies two functions: `propose` (the changes a memory needs, from the conversation; None when the
+model's output was unusable) and `report` (what to tell the chat model about the outcome). Everything else
+is the same for the profile, the ToDo list and the instructions: the pending `UpdateMemory` calls it
+answers, secret redaction, one batch for the changes and their history, and the tool answers.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AnyMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.store.base import BaseStore
+
+from graph.backends.model import ChatModelFactory
+from graph.configuration import Configuration
+from graph.memory.changes import ChangeContext, MemoryChange, commit_changes
+from graph.memory.redaction import redact_text
+from graph.nodes.extraction import extraction_messages, routing_seed
+from graph.state import State
+from graph.thread.tool_calls import last_human_message, pending_update_calls
+from prompts import SECRETS_NOT_SAVED, SEE_ABOVE
+
+
+@dataclass(frozen=True)
+class UpdateRequest:
+    """What an update node works from: the run, its settings and model, and the calls it answers."""
+
+    state: State
+    config: RunnableConfig
+    store: BaseStore
+    settings: Configuration
+    model: BaseChatModel
+    calls: list[dict]
+
+    @property
+    def user_id(self) -> str:
+        """The user whose memory is updated."""
+        return self.settings.resolved_user_id
+
+    @property
+    def messages(self) -> Sequence[AnyMessage]:
+        """The thread's messages."""
+        return self.state["messages"]
+
+    def prompt(self, instruction: str) -> list[AnyMessage]:
+        """The extraction prompt: the instruction, the thread's summary and the visible conversation."""
+        return extraction_messages(instruction, self.messages, self.state.get("summary", ""))
+
+
+Propose = Callable[[UpdateRequest], list[MemoryChange] | None]
+Report = Callable[[list[MemoryChange] | None, list[MemoryChange]], str]
+
+
+def change_context(request: UpdateRequest) -> ChangeContext:
+    """The thread, the user's (redacted) message and a replay-stable seed for the history of this update."""
+    latest_user = last_human_message(request.messages)
+    return ChangeContext(
+        thread_id=str(request.config.get("configurable", {}).get("thread_id", "")),
+        message=redact_text(latest_user.text)[0] if latest_user else "",
+        seed=routing_seed(request.messages, request.calls[0]["id"] if request.calls else ""),
+    )
+
+
+def answer_update_calls(
+    calls: Sequence[dict], report: str, kind: str, changes: Sequence[MemoryChange], secrets: set[str]
+) -> dict:
+    """The node's state update: the report answers the first call (with the changes as artifact), the rest point to it."""
+    if secrets:
+        report += SECRETS_NOT_SAVED.format(secrets=", ".join(sorted(secrets)))
+    artifact = {"kind": kind, "changes": [asdict(change) for change in changes], "secrets": sorted(secrets)}
+    return {
+        "messages": [
+            ToolMessage(content=report, tool_call_id=calls[0]["id"], artifact=artifact),
+            *(ToolMessage(content=SEE_ABOVE, tool_call_id=call["id"]) for call in calls[1:]),
+        ]
+    }
+
+
+def update_memory(
+    state: State,
+    config: RunnableConfig,
+    store: BaseStore,
+    chat_model: ChatModelFactory,
+    *,
+    kind: str,
+    update_type: str,
+    propose: Propose,
+    report: Report,
+) -> dict:
+    """Run the recipe for one memory `kind`, answering the pending UpdateMemory calls of `update_type`."""
+    settings = Configuration.from_runnable_config(config)
+    calls = pending_update_calls(state["messages"], update_type)
+    request = UpdateRequest(state, config, store, settings, chat_model(settings), calls)
+    proposed = propose(request)
+    saved, secrets = commit_changes(store, request.user_id, kind, proposed or [], change_context(request))
+    return answer_update_calls(calls, report(proposed, saved), kind, saved, secrets)

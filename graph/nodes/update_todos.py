@@ -1,0 +1,61 @@
+"""The `update_todos` node: insert, patch and delete ToDo items with trustcall, whatever the list's size."""
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.store.base import BaseStore
+
+from graph.backends.model import ChatModelFactory
+from graph.memory.changes import MemoryChange
+from graph.memory.selection import recent_user_text, select_todos
+from graph.memory.store import TODO, read_instructions
+from graph.nodes.extraction import extract_changes, new_document_key
+from graph.nodes.update import UpdateRequest, update_memory
+from graph.state import State
+from prompts import EXTRACTION_FAILED, LANGUAGE_RULE, TODO_INSTRUCTION, TODOS_UNCHANGED, TODOS_UPDATED
+from schemas import ToDo
+
+
+def propose_todos(request: UpdateRequest) -> list[MemoryChange] | None:
+    """ToDo items created, patched and removed from the conversation, among those relevant to the turn.
+
+    New items get keys derived from the routing call, so a replayed update writes the same keys.
+    """
+    settings = request.settings
+    reachable = select_todos(
+        request.store, request.user_id, recent_user_text(request.messages), settings.todo_update_limit
+    )
+    instruction = TODO_INSTRUCTION.format(
+        instructions=read_instructions(request.store, request.user_id),
+        language_rule=LANGUAGE_RULE,
+        now=settings.now_text(),
+    )
+    return extract_changes(
+        request.model,
+        ToDo,
+        request.prompt(instruction),
+        {item.key: item.value for item in reachable.items},
+        lambda index: new_document_key(request.messages, request.calls[0]["id"], index),
+        request.config,
+        enable_inserts=True,
+        enable_deletes=True,
+    )
+
+
+def report_todos(proposed: list[MemoryChange] | None, saved: list[MemoryChange]) -> str:
+    """A short report naming each created, updated and deleted task."""
+    if proposed is None:
+        return EXTRACTION_FAILED.format(memory="ToDo list")
+    if not saved:
+        return TODOS_UNCHANGED
+    lines = []
+    for change in saved:
+        task = (change.after or change.before or {}).get("task", change.key)
+        detail = f" ({', '.join(change.changed_fields())})" if change.action == "updated" else ""
+        lines.append(f"{change.action}: {task}{detail}")
+    return TODOS_UPDATED.format(changes="\n".join(lines))
+
+
+def update_todos(state: State, config: RunnableConfig, *, store: BaseStore, chat_model: ChatModelFactory) -> dict:
+    """Reflect on the conversation and create, patch or remove ToDo items, following the user's instructions."""
+    return update_memory(
+        state, config, store, chat_model, kind=TODO, update_type="todo", propose=propose_todos, report=report_todos
+    )

@@ -1,0 +1,1 @@
+"""What `langgraph.json` wires into the LangGraph API server besides the graph: auth."""

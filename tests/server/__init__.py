@@ -1,0 +1,1 @@
+"""Tests against a real `langgraph dev` server, driven through `langgraph_sdk`."""

@@ -1,0 +1,1 @@
+"""Test support: stub servers, subprocess workers and helpers that the test modules share."""

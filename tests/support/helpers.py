@@ -1,0 +1,82 @@
+"""Helpers shared by the tests: run configs and turns the tutorial's way, reads of the store, sample data."""
+
+import socket
+
+from langchain_core.messages import AnyMessage, HumanMessage
+from langgraph.store.base import PutOp
+
+from graph.memory.store import INSTRUCTIONS, PROFILE, TODO, namespace, search_all
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def config(user_id: str = "Lance", thread_id: str = "1", **extra) -> dict:
+    """A run config as in the tutorial."""
+    return {"configurable": {"thread_id": thread_id, "user_id": user_id, **extra}}
+
+
+def turn(agent, text: str, user_id: str = "Lance", thread_id: str = "1", **extra) -> list[AnyMessage]:
+    """Send one user message the tutorial's way (stream_mode="values") and return the thread afterwards."""
+    chunks = list(
+        agent.stream({"messages": [HumanMessage(content=text)]}, config(user_id, thread_id, **extra), stream_mode="values")
+    )
+    return chunks[-1]["messages"]
+
+
+def todos(agent, user_id: str = "Lance") -> dict[str, dict]:
+    """The user's ToDo items, by task."""
+    return {item.value["task"]: item.value for item in search_all(agent.store, namespace(TODO, user_id))}
+
+
+def profile_of(agent, user_id: str = "Lance") -> dict | None:
+    """The user's profile document."""
+    items = search_all(agent.store, namespace(PROFILE, user_id))
+    assert len(items) <= 1, "one profile document per user"
+    return items[0].value if items else None
+
+
+def instructions_of(agent, user_id: str = "Lance") -> str | None:
+    """The user's instruction text."""
+    item = agent.store.get(namespace(INSTRUCTIONS, user_id), "user_instructions")
+    return item.value["memory"] if item else None
+
+
+# A small set of memories written straight to the store (export, import, CLI tables).
+SWIM_ITEM = {
+    "task": "Book swim lessons",
+    "time_to_complete": 30,
+    "deadline": "2026-11-30T23:59:00-08:00",
+    "solutions": ["La Petite Baleen"],
+    "status": "not started",
+}
+LOCK_ITEM = {**SWIM_ITEM, "task": "Fix the Yale lock", "deadline": None, "status": "done"}
+LANCE_PROFILE = {"name": "Lance", "location": "San Francisco", "job": None, "connections": ["Wife"], "interests": []}
+
+
+def remember(store, user_id: str) -> None:
+    """Write a profile, two ToDos (one done) and instructions for the user, straight to the store."""
+    store.put(namespace(PROFILE, user_id), "user_profile", LANCE_PROFILE)
+    store.put(namespace(TODO, user_id), "b-swim", SWIM_ITEM)
+    store.put(namespace(TODO, user_id), "a-lock", LOCK_ITEM)
+    store.put(namespace(INSTRUCTIONS, user_id), "user_instructions", {"memory": "Name local vendors."})
+
+
+CHORES = ["Water the plants", "Pay the electricity bill", "Renew passport", "Call grandma", "Clean gutters"]
+
+
+def fill(store, user_id: str, count: int, status: str = "not started") -> None:
+    """Write `count` numbered chores for the user in one batch."""
+    store.batch(
+        [
+            PutOp(namespace(TODO, user_id), f"item-{n:05d}", {
+                "task": f"{CHORES[n % len(CHORES)]} (batch {n})", "time_to_complete": 15, "deadline": None,
+                "solutions": ["Do it on Saturday"], "status": status,
+            })
+            for n in range(count)
+        ]
+    )

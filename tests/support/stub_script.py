@@ -1,0 +1,55 @@
+"""Scripted replies for the OpenAI stub, queued per part of the agent that sends the request."""
+
+from collections import defaultdict
+from collections.abc import Callable
+
+from tests.support.openai_stub import StubError, system_text, tool_calls_reply, tool_names
+
+Reply = dict | StubError | Callable[[dict], dict | StubError]
+
+
+def kind_of(request: dict) -> str:
+    """Which part of the agent sent the request, judged the way a server sees it: by tools and prompt."""
+    names = tool_names(request)
+    if "UpdateMemory" in names:
+        return "chat"
+    if "Profile" in names or names == ["PatchDoc"]:
+        return "profile"
+    if "ToDo" in names:
+        return "todo"
+    if system_text(request).startswith("Reflect on the following interaction"):
+        return "instructions"
+    return "chat"
+
+
+class Script:
+    """Replies queued per kind of request; the stub calls it for every request that passes validation.
+
+    A queued reply may be a function of the request, for replies that depend on what the agent sent.
+    """
+
+    def __init__(self) -> None:
+        self.replies: dict[str, list[Reply]] = defaultdict(list)
+        self.seen: list[str] = []
+
+    def add(self, kind: str, *replies: Reply) -> None:
+        """Queue replies for one kind of request (chat, profile, todo, instructions)."""
+        self.replies[kind].extend(replies)
+
+    def remaining(self) -> dict[str, int]:
+        """How many queued replies each kind has not used yet."""
+        return {kind: len(replies) for kind, replies in self.replies.items() if replies}
+
+    def __call__(self, request: dict) -> dict | StubError:
+        """Answer a request with the next reply queued for its kind."""
+        kind = kind_of(request)
+        self.seen.append(kind)
+        if not self.replies[kind]:
+            return StubError(500, f"no scripted reply for {kind}")
+        reply = self.replies[kind].pop(0)
+        return reply(request) if callable(reply) else reply
+
+
+def update(*kinds: str) -> dict:
+    """A chat reply calling UpdateMemory once per given update_type."""
+    return tool_calls_reply(*(("UpdateMemory", {"update_type": kind}) for kind in kinds))
