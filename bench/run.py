@@ -1,11 +1,11 @@
 """Benchmark the agent with a scripted model: `python -m bench.run [--latency 0] [--json out.json]`.
 
-Per scenario it reports model calls per turn (total, and sequential = the longest chain of calls that did
-not overlap), prompt tokens per turn (messages plus tool schemas, CJK-aware estimate), and non-LLM
-overhead per turn (wall time minus the scripted latency on the sequential path), p50 and p95, over the
-last 10 turns. The model answers instantly by default, so the overhead is the agent's own work; the
-two-memory scenario always gives each call PARALLEL_PROBE_LATENCY so that parallel calls overlap
-measurably.
+Per scenario it reports model calls per turn (total, and sequential = the longest chain of calls that had
+to wait for one another, from the order of requests and answers: see `sequential_calls`), prompt tokens
+per turn (messages plus tool schemas, CJK-aware estimate), and non-LLM overhead per turn (wall time minus
+the scripted latency on the sequential path), p50 and p95, over the last 10 turns. The model answers
+instantly by default, so the overhead is the agent's own work. The cold-start table (see
+bench.cold_start) comes first.
 """
 
 import argparse
@@ -24,9 +24,9 @@ import psycopg
 from langchain_core.messages import HumanMessage
 from langgraph.store.base import PutOp
 
+from bench.cold_start import print_cold_start
 from graph import build_graph
-from graph.memory_store import TODO, namespace
-from graph.scripted_model import (
+from graph.app.scripted_model import (
     ScriptedChatModel,
     calls,
     existing_ids,
@@ -37,9 +37,9 @@ from graph.scripted_model import (
     sequential_calls,
     todo,
 )
-from tests import postgres_server
+from graph.memory.store import TODO, namespace
+from tests.support import postgres_server
 
-PARALLEL_PROBE_LATENCY = 0.05
 CHORES = ["Water the plants", "Pay the electricity bill", "Renew passport", "Call grandma", "Clean gutters"]
 
 
@@ -125,7 +125,6 @@ def summarise(name: str, backend: str, todos: int, turns: list[dict], measured: 
 
 def two_memory_turn(make_agent: Callable, backend: str, latency: float) -> Figures:
     """"I moved to Oakland and need to book a dentist": profile and ToDo updated in one turn."""
-    latency = max(latency, PARALLEL_PROBE_LATENCY)
     model = ScriptedChatModel(latency=latency)
     agent = make_agent(model)
     for _ in range(10):
@@ -157,6 +156,8 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     args = parser.parse_args()
 
+    print_cold_start()
+    print()
     workdir = Path(tempfile.mkdtemp(prefix="maistro-bench-"))
     rows: list[Figures] = []
     with _postgres(args.postgres, workdir) as postgres_url:
