@@ -157,6 +157,23 @@ def test_forget_asks_then_deletes_that_user_only(stored, data_dir, stub, script)
     assert "Nothing is stored for Lance." in maistro("forget", "--user", "Lance", "--yes").output
 
 
+@pytest.mark.parametrize("user", ["", "   "])
+def test_forget_refuses_a_blank_user_and_requires_one(stored, data_dir, user):
+    refused = maistro("forget", "--user", user, "--yes")
+    assert refused.exit_code == 1 and "--user must name the user to forget" in refused.output
+    assert maistro("forget", "--yes").exit_code == 2, "--user is required"
+    with open_store(data_dir) as store:
+        assert len(user_items(store, "Lance")) == 4
+
+
+def test_forget_of_a_wildcard_user_deletes_only_that_user(stored, data_dir):
+    with open_store(data_dir) as store:
+        remember(store, "*")
+    assert "deleted 4 memories" in maistro("forget", "--user", "*", "--yes").output
+    with open_store(data_dir) as store:
+        assert len(user_items(store, "Lance")) == 4 and user_items(store, "*") == []
+
+
 def test_chat_without_a_model_says_what_to_set():
     result = maistro("chat", input="Hello\n")
 

@@ -6,7 +6,7 @@ from langgraph.store.memory import InMemoryStore
 from graph.memory.store import TODO, namespace, search_all, user_from_label, user_label
 
 
-@pytest.mark.parametrize("user_id", ["lance.martin@example.com", "a%2Eb", "张伟", "🦊 fox", "..", "Lance"])
+@pytest.mark.parametrize("user_id", ["lance.martin@example.com", "a%2Eb", "张伟", "🦊 fox", "..", "Lance", "*", "a*b"])
 def test_user_labels_are_valid_and_round_trip(user_id):
     label = user_label(user_id)
     assert "." not in label and user_from_label(label) == user_id
@@ -15,6 +15,28 @@ def test_user_labels_are_valid_and_round_trip(user_id):
 
 def test_labels_of_different_users_differ():
     assert user_label("a.b") != user_label("a%2Eb")
+    assert user_label("*") != user_label("%2A")
+
+
+@pytest.mark.parametrize("wildcard", ["*", "?", "[a]", "%", "_"])
+def test_no_user_id_reaches_another_users_namespaces(tmp_path, wildcard):
+    """Every read, list and forget of a user whose id looks like a pattern stays inside that user's data."""
+    from graph.backends.storage import open_store
+    from graph.memory.admin import export_memories, forget_user, user_items
+    from tests.support.helpers import remember
+
+    with open_store(tmp_path) as store:
+        remember(store, "alice")
+        remember(store, wildcard)
+        assert {item.namespace[1] for item in user_items(store, wildcard)} == {user_label(wildcard)}
+        assert len(export_memories(store, wildcard)["todo"]) == 2
+
+        class NoThreads:
+            def list(self, *args, **kwargs):
+                return iter(())
+
+        assert forget_user(store, NoThreads(), wildcard) == (4, 0)
+        assert len(user_items(store, "alice")) == 4 and user_items(store, wildcard) == []
 
 
 def test_search_all_pages_past_the_default_limit():

@@ -194,7 +194,9 @@ def forget(
     from graph.backends.storage import close_storage, open_storage
     from graph.memory.admin import forget_user, user_items, user_threads
 
-    user_id = _user(user)
+    if not user.strip():
+        _fail("--user must name the user to forget; it cannot be blank.")
+    user_id = user
     checkpointer, store = open_storage(data_dir)
     try:
         memories, threads = len(user_items(store, user_id)), len(user_threads(checkpointer, user_id))

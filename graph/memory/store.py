@@ -18,8 +18,12 @@ PAGE_SIZE = 200
 
 
 def user_label(user_id: str) -> str:
-    """Encode a user id as a store namespace label (labels may not contain '.'); reversible."""
-    return user_id.replace("%", "%25").replace(".", "%2E")
+    """Encode a user id as a store namespace label; reversible, and unlike any other user's label.
+
+    Labels may not contain '.', and the stores read '*' in a namespace prefix as a wildcard, so both are
+    percent-encoded (with '%' itself): a user called '*' never matches another user's namespaces.
+    """
+    return user_id.replace("%", "%25").replace(".", "%2E").replace("*", "%2A")
 
 
 def user_from_label(label: str) -> str:
