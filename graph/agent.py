@@ -15,13 +15,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from graph.backends.model import ChatModelFactory, load_chat_model
+from graph.backends.model import ChatModelFactory, ModelCallBudget, load_chat_model
 from graph.backends.storage import close_storage, open_storage
 from graph.configuration import Configuration
 from graph.durability import durability_config
@@ -59,7 +59,13 @@ def create_builder(chat_model: ChatModelFactory = load_chat_model) -> StateGraph
     return builder
 
 
-graph = create_builder().compile(name="task_maistro")
+def compile_agent(chat_model: ChatModelFactory = load_chat_model, **persistence: Any) -> CompiledStateGraph:
+    """The compiled graph (with `checkpointer` and `store` when given), every run capped in model calls."""
+    compiled = create_builder(chat_model).compile(name="task_maistro", **persistence)
+    return compiled.with_config(callbacks=[ModelCallBudget()])
+
+
+graph = compile_agent()
 
 
 def build_graph(
@@ -77,8 +83,7 @@ def build_graph(
     """
     checkpointer, store = open_storage(data_dir, database_url, embeddings)
     store.start_ttl_sweeper()
-    compiled = create_builder(chat_model).compile(checkpointer=checkpointer, store=store, name="task_maistro")
-    return compiled.with_config(durability_config("sync"))
+    return compile_agent(chat_model, checkpointer=checkpointer, store=store).with_config(durability_config("sync"))
 
 
 def close_graph(compiled: CompiledStateGraph) -> None:

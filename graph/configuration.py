@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import Field, dataclass, field, fields
 from datetime import datetime, tzinfo
-from typing import TYPE_CHECKING
-from zoneinfo import ZoneInfo
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from graph.settings import current_settings
 
@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 
 DEFAULT_ROLE = "You are a helpful chatbot."
 AUTH_USER_KEY = "langgraph_auth_user_id"
+# With auth on, the operator owns cost and behaviour: a client may set only these.
+CLIENT_SETTINGS = ("user_id", "timezone")
 
 
 @dataclass(kw_only=True)
@@ -34,23 +36,23 @@ class Configuration:
     )
     max_memory_rounds: int = field(
         default=3,
-        metadata={"description": "Memory-update rounds allowed per user turn before answering without tools."},
+        metadata={"description": "Memory-update rounds allowed per user turn before answering without tools.", "bounds": (0, 5)},
     )
     todo_prompt_limit: int = field(
         default=30,
-        metadata={"description": "Most ToDo items a prompt carries; past it, the ones relevant to the turn."},
+        metadata={"description": "Most ToDo items a prompt carries; past it, the ones relevant to the turn.", "bounds": (1, 100)},
     )
     todo_update_limit: int = field(
         default=12,
-        metadata={"description": "Most ToDo items one update may patch or delete: the ones relevant to the turn."},
+        metadata={"description": "Most ToDo items one update may patch or delete: the ones relevant to the turn.", "bounds": (1, 50)},
     )
     summary_trigger_tokens: int = field(
         default=3000,
-        metadata={"description": "Thread size (estimated tokens) past which older messages fold into a summary."},
+        metadata={"description": "Thread size (estimated tokens) past which older messages fold into a summary.", "bounds": (200, 20000)},
     )
     messages_kept: int = field(
         default=8,
-        metadata={"description": "How many recent messages stay verbatim when the thread is summarised."},
+        metadata={"description": "How many recent messages stay verbatim when the thread is summarised.", "bounds": (2, 40)},
     )
     timezone: str = field(
         default_factory=lambda: current_settings().timezone,
@@ -66,18 +68,20 @@ class Configuration:
         """Build the settings from a run's config, ignoring unknown and empty values.
 
         On an API server with auth on, the user is the authenticated one (`langgraph_auth_user_id`, set by the
-        server after it drops that key from client input), whatever `user_id` the client sent.
+        server after it drops that key from client input), whatever `user_id` the client sent, and a client
+        may set only `CLIENT_SETTINGS`: the rest are the operator's. Numbers are clamped to their bounds and a
+        time zone must exist, whoever sets them (a bad one raises `ValueError` with one sentence).
         """
         configurable = (config or {}).get("configurable") or {}
-        values = {
-            f.name: configurable[f.name]
-            for f in fields(cls)
-            if configurable.get(f.name) not in (None, "")
-        }
         authenticated = configurable.get(AUTH_USER_KEY)
-        if isinstance(authenticated, str) and authenticated.strip():
+        authenticated = authenticated.strip() if isinstance(authenticated, str) else ""
+        allowed = [f for f in fields(cls) if not authenticated or f.name in CLIENT_SETTINGS]
+        values = {
+            f.name: _checked(f, configurable[f.name]) for f in allowed if configurable.get(f.name) not in (None, "")
+        }
+        if authenticated:
             values["user_id"] = authenticated
-        return cls(**values)
+        return cls(**{name: value for name, value in values.items() if value is not None})
 
     @property
     def resolved_user_id(self) -> str:
@@ -93,3 +97,22 @@ class Configuration:
         """The current date and time for prompts, e.g. `2026-11-29T14:05+08:00 (Sunday, CST)`."""
         now = self.now()
         return f"{now.isoformat(timespec='minutes')} ({now:%A}, {now.tzname()})"
+
+
+def _checked(setting: Field, value: Any) -> Any:
+    """A client-sent value made safe: numbers clamped to the setting's bounds (None if not a number), strings
+    as strings, and a time zone that exists."""
+    bounds = setting.metadata.get("bounds")
+    if bounds:
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            return None
+        return min(max(number, bounds[0]), bounds[1])
+    text = str(value)
+    if setting.name == "timezone":
+        try:
+            ZoneInfo(text)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"timezone {text!r} is not a known IANA time zone, such as Asia/Shanghai.") from None
+    return text

@@ -4,6 +4,7 @@
 raises `SettingsError`, one sentence naming the variable, for a value that cannot work.
 """
 
+import difflib
 import functools
 import os
 from pathlib import Path
@@ -52,6 +53,15 @@ def _not_blank(text: str) -> str:
     return text
 
 
+def _tokens_given(value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise ValueError(
+            "it is set but empty, which would leave the server open; give tokens, or unset it to run an open "
+            "dev server deliberately"
+        )
+    return value
+
+
 class Settings(BaseModel):
     """The operator's settings, one field per environment variable (its name is the field's alias)."""
 
@@ -72,8 +82,11 @@ class Settings(BaseModel):
     done_todo_ttl_days: float = Field(30.0, ge=0, alias="MAISTRO_DONE_TODO_TTL_DAYS")
     ttl_sweep_minutes: float = Field(5.0, gt=0, alias="MAISTRO_TTL_SWEEP_MINUTES")
     default_user: Annotated[str, AfterValidator(_not_blank)] = Field(DEFAULT_USER_ID, alias="MAISTRO_DEFAULT_USER")
-    auth_tokens: str | None = Field(None, alias="MAISTRO_AUTH_TOKENS")
-    auth_tokens_file: str | None = Field(None, alias="MAISTRO_AUTH_TOKENS_FILE")
+    auth_tokens: Annotated[str | None, AfterValidator(_tokens_given)] = Field(None, alias="MAISTRO_AUTH_TOKENS")
+    auth_tokens_file: Annotated[str | None, AfterValidator(_tokens_given)] = Field(
+        None, alias="MAISTRO_AUTH_TOKENS_FILE"
+    )
+    max_model_calls: int = Field(40, ge=1, le=1000, alias="MAISTRO_MAX_MODEL_CALLS")
 
     @classmethod
     def from_environ(cls, environ: dict[str, str]) -> "Settings":
@@ -82,6 +95,7 @@ class Settings(BaseModel):
         Raises `SettingsError` naming the first variable whose value is invalid.
         """
         keep_empty = {"MAISTRO_AUTH_TOKENS", "MAISTRO_AUTH_TOKENS_FILE"}
+        _refuse_unknown_auth_variables(environ)
         values: dict[str, Any] = {
             name: value.strip() for name, value in environ.items() if value.strip() or name in keep_empty
         }
@@ -96,6 +110,16 @@ class Settings(BaseModel):
     def model_configured(self) -> bool:
         """Whether a model endpoint is configured (a key for OpenAI, or an OpenAI-compatible base URL)."""
         return bool(self.openai_api_key or self.openai_base_url)
+
+
+def _refuse_unknown_auth_variables(environ: dict[str, str]) -> None:
+    """A misspelt auth variable would leave the server open without a word: name it instead."""
+    known = [field.alias for field in Settings.model_fields.values() if field.alias and "AUTH" in field.alias]
+    for name in environ:
+        if name.startswith("MAISTRO_AUTH") and name not in known:
+            guess = difflib.get_close_matches(name, known, n=1)
+            hint = f"; did you mean {guess[0]}?" if guess else f"; the auth variables are {', '.join(known)}."
+            raise SettingsError(f"{name} is not a task-maistro setting{hint}")
 
 
 @functools.lru_cache(maxsize=8)

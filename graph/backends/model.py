@@ -1,6 +1,7 @@
 """The chat model factory: OpenAI by default, any OpenAI-compatible endpoint through OPENAI_BASE_URL."""
 
 import functools
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -74,6 +75,65 @@ class EndpointCircuit(BaseCallbackHandler):
         """Remember an unavailable endpoint."""
         if self.failure is None and unavailable_reason(error):
             self.failure = error
+
+
+class ModelCallLimitError(RuntimeError):
+    """A run asked for more model calls than the operator allows per message (MAISTRO_MAX_MODEL_CALLS)."""
+
+
+class ModelCallBudget(BaseCallbackHandler):
+    """Caps the model calls of each run (one user message) at the operator's MAISTRO_MAX_MODEL_CALLS.
+
+    Attached to the compiled graph, it sees every run it is part of: a run without a parent starts a
+    budget, and each chat-model call counts against the budget of the run it belongs to, however deep
+    (the update nodes' trustcall loops included). Whatever a client sets, a message never costs more.
+    """
+
+    raise_error = True
+    run_inline = True
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._root_of: dict[Any, Any] = {}
+        self._calls: dict[Any, int] = {}
+
+    def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: Any, parent_run_id: Any = None, **kwargs: Any) -> None:
+        """Remember which run a chain belongs to (a chain without a parent is a new run)."""
+        with self._lock:
+            root = self._root_of.get(parent_run_id, run_id) if parent_run_id else run_id
+            self._root_of[run_id] = root
+            self._calls.setdefault(root, 0)
+
+    def on_chat_model_start(
+        self, serialized: Any, messages: Any, *, run_id: Any, parent_run_id: Any = None, **kwargs: Any
+    ) -> None:
+        """Count the call; refuse it past the limit."""
+        limit = current_settings().max_model_calls
+        with self._lock:
+            root = self._root_of.get(parent_run_id, parent_run_id)
+            self._calls[root] = self._calls.get(root, 0) + 1
+            over = self._calls[root] > limit
+        if over:
+            raise ModelCallLimitError(
+                f"This message needed more than {limit} model calls, the most one message may use "
+                "(MAISTRO_MAX_MODEL_CALLS); the memories show what was saved."
+            )
+
+    def _end(self, run_id: Any) -> None:
+        with self._lock:
+            root = self._root_of.pop(run_id, None)
+            if root == run_id:
+                self._calls.pop(root, None)
+                for child in [child for child, owner in self._root_of.items() if owner == root]:
+                    del self._root_of[child]
+
+    def on_chain_end(self, outputs: Any, *, run_id: Any, **kwargs: Any) -> None:
+        """Forget a finished run."""
+        self._end(run_id)
+
+    def on_chain_error(self, error: BaseException, *, run_id: Any, **kwargs: Any) -> None:
+        """Forget a failed run."""
+        self._end(run_id)
 
 
 class ModelNotConfiguredError(RuntimeError):

@@ -1,14 +1,18 @@
 """Auth for the LangGraph API server (`langgraph.json` → `auth`): bearer tokens stand for users.
 
 Tokens come from `MAISTRO_AUTH_TOKENS` (`"tokA:alice,tokB:bob"`) and/or `MAISTRO_AUTH_TOKENS_FILE` (a JSON
-object `{token: user_id}`), read once when the server starts. With neither set, auth is off: every request
-is allowed, as on an open dev server, and runs act for the `user_id` the client sends.
+object `{token: user_id}`), read once when the server starts; a variable that is set but empty, a token
+given twice, or a misspelt MAISTRO_AUTH* variable stops the server. With neither set, auth is off: every
+request is allowed, as on an open dev server, and runs act for the `user_id` the client sends. The server
+logs one line at startup saying which.
 
-With tokens, a request without a valid `Authorization: Bearer <token>` gets 401, and every resource is
+With tokens, a request without a valid `Authorization: Bearer <token>` (or `X-Api-Key: <token>`, which
+Agent Chat UI and the SDKs' `api_key=` send) gets 401, and every resource is
 owned: threads (and the runs on them) and assistants carry their owner in their metadata and are filtered
 by it; store namespaces must have the caller's `user_label` as their second label (`("todo", label)`);
 crons and anything else are refused. The server hands the identity to the graph as
 `config["configurable"]["langgraph_auth_user_id"]`, which `Configuration` prefers to any client `user_id`.
+Whether auth is on or not, store values, run inputs and store search limits are bounded (HTTP 413, clamps).
 
 To use an identity provider, make `identify` verify its tokens (a JWT, say) and `auth_enabled` return True.
 
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,12 +39,24 @@ TOKENS_FILE_VARIABLE = "MAISTRO_AUTH_TOKENS_FILE"
 OWNER = "owner"
 SYSTEM_ASSISTANT = {"created_by": "system"}
 ANONYMOUS = ""
+API_KEY_HEADER = b"x-api-key"
+# Size limits, whether auth is on or not: one user's huge write must not stall the server for everyone.
+MAX_STORE_VALUE_BYTES = 64 * 1024
+MAX_RUN_INPUT_BYTES = 256 * 1024
+MAX_SEARCH_LIMIT = 100
+logger = logging.getLogger(__name__)
 
 
-def _entry(token: str, user_id: object, source: str) -> tuple[str, str]:
-    if not token.strip() or not isinstance(user_id, str) or not user_id.strip():
-        raise ValueError(f"{source}: every entry needs a non-empty token and a non-empty user id")
-    return token.strip(), user_id.strip()
+def _token_table(pairs: list[tuple[str, object]], source: str) -> dict[str, str]:
+    """Token → user id from (token, user id) pairs, trimmed; blank entries and repeated tokens are errors."""
+    table: dict[str, str] = {}
+    for token, user_id in pairs:
+        if not token.strip() or not isinstance(user_id, str) or not user_id.strip():
+            raise ValueError(f"{source}: every entry needs a non-empty token and a non-empty user id")
+        if token.strip() in table:
+            raise ValueError(f"{source}: a token is listed more than once; give each token to one user")
+        table[token.strip()] = user_id.strip()
+    return table
 
 
 def parse_token_list(text: str) -> dict[str, str]:
@@ -47,15 +64,19 @@ def parse_token_list(text: str) -> dict[str, str]:
     entries = [entry for entry in text.split(",") if entry.strip()]
     if any(":" not in entry for entry in entries):
         raise ValueError(f"{TOKENS_VARIABLE}: write each entry as token:user_id, separated by commas")
-    return dict(_entry(*entry.split(":", 1), TOKENS_VARIABLE) for entry in entries)
+    return _token_table([tuple(entry.split(":", 1)) for entry in entries], TOKENS_VARIABLE)
+
+
+class _JsonObject(list):
+    """A JSON object read as its (key, value) pairs, so that a repeated key is seen."""
 
 
 def parse_token_file(path: Path) -> dict[str, str]:
-    """Read a JSON object `{token: user_id}`."""
-    table = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(table, dict):
+    """Read a JSON object `{token: user_id}` (a token given twice is an error, not "the last one wins")."""
+    pairs = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_JsonObject)
+    if not isinstance(pairs, _JsonObject):
         raise ValueError(f"{TOKENS_FILE_VARIABLE}: {path} must hold a JSON object {{token: user_id}}")
-    return dict(_entry(token, user_id, str(path)) for token, user_id in table.items())
+    return _token_table(pairs, str(path))
 
 
 def load_tokens(settings: Settings) -> dict[str, str]:
@@ -102,14 +123,35 @@ def _forbidden(detail: str) -> Exception:
     return HTTPException(status_code=403, detail=detail)
 
 
-async def authenticate(authorization: str | None) -> str:
-    """The caller's user id from `Authorization: Bearer <token>`; 401 without a valid token (when auth is on)."""
+def _too_large(what: str, size: int, limit: int) -> Exception:
+    from langgraph_sdk.auth.exceptions import HTTPException
+
+    return HTTPException(status_code=413, detail=f"{what} is {size:,} bytes; the limit is {limit:,} bytes")
+
+
+def _json_size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, default=str).encode())
+
+
+def presented_token(authorization: str | None, headers: dict[bytes, bytes] | None) -> str:
+    """The token a request presents: `Authorization: Bearer <token>`, else `X-Api-Key: <token>` ("" if none).
+
+    Agent Chat UI and the SDKs' `api_key=` / LANGGRAPH_API_KEY send `X-Api-Key`.
+    """
+    scheme, _, token = (authorization or "").strip().partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
+    return (headers or {}).get(API_KEY_HEADER, b"").decode(errors="replace").strip()
+
+
+async def authenticate(authorization: str | None, headers: dict[bytes, bytes] | None) -> str:
+    """The caller's user id from their token (Bearer or X-Api-Key); 401 without a valid one (when auth is on)."""
     if not auth_enabled():
         return ANONYMOUS
-    scheme, _, token = (authorization or "").strip().partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise _unauthorized("Send Authorization: Bearer <token>")
-    user_id = identify(token.strip())
+    token = presented_token(authorization, headers)
+    if not token:
+        raise _unauthorized("Send Authorization: Bearer <token> or X-Api-Key: <token>")
+    user_id = identify(token)
     if not user_id or not user_id.strip():
         raise _unauthorized("Unknown or expired token")
     return user_id
@@ -125,6 +167,10 @@ def _stamp_owner(value: dict, owner: str) -> None:
 
 async def own_threads(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.FilterType | None:
     """Threads and the runs on them: new ones are stamped with their owner; every access is filtered by it."""
+    if ctx.action == "create_run":
+        size = _json_size((value.get("kwargs") or {}).get("input"))
+        if size > MAX_RUN_INPUT_BYTES:
+            raise _too_large("The run's input", size, MAX_RUN_INPUT_BYTES)
     if not auth_enabled():
         return None
     if ctx.action in ("create", "create_run", "update"):
@@ -162,8 +208,30 @@ def scoped_namespace(action: str, namespace: tuple[str, ...] | None, label: str)
     raise _forbidden("Name a namespace of your own: (kind, your user label)")
 
 
+def bound_store_request(action: str, value: dict) -> None:
+    """Refuse an oversized store value (HTTP 413) and clamp a search's limit and offset to sane ranges."""
+    if action == "put" and value.get("value") is not None:
+        size = _json_size(value["value"])
+        if size > MAX_STORE_VALUE_BYTES:
+            raise _too_large("The store value", size, MAX_STORE_VALUE_BYTES)
+    if action in ("search", "list_namespaces"):
+        if "limit" in value:
+            value["limit"] = min(max(_as_int(value["limit"], 10), 1), MAX_SEARCH_LIMIT)
+        if "offset" in value:
+            value["offset"] = max(_as_int(value["offset"], 0), 0)
+
+
+def _as_int(value: Any, fallback: int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return fallback
+
+
 async def own_memories(ctx: Auth.types.AuthContext, value: dict) -> None:
-    """Store: only namespaces whose second label is the caller's `user_label`; prefixes are narrowed to them."""
+    """Store: sizes bounded; with auth on, only namespaces whose second label is the caller's `user_label`
+    (prefixes are narrowed to them)."""
+    bound_store_request(ctx.action, value)
     if auth_enabled():
         value["namespace"] = scoped_namespace(ctx.action, value.get("namespace"), user_label(ctx.user.identity))
 
@@ -177,6 +245,10 @@ def create_auth() -> Auth:
     """The `Auth` object the server loads (`langgraph.json` → `auth.path`), with the rules above registered."""
     from langgraph_sdk import Auth
 
+    if auth_enabled():
+        logger.warning("task-maistro auth is on: %d token(s) for %d user(s)", len(TOKENS), len(set(TOKENS.values())))
+    else:
+        logger.warning("task-maistro auth is OFF: MAISTRO_AUTH_TOKENS(_FILE) unset, every request is allowed")
     registry = Auth()
     registry.authenticate(authenticate)
     registry.on.threads(own_threads)

@@ -10,6 +10,7 @@ import asyncio
 import json
 import threading
 import urllib.request
+from types import SimpleNamespace
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -77,11 +78,14 @@ def test_tokens_come_from_the_variable_and_the_file(tmp_path):
 @pytest.mark.parametrize(
     "listed, filed",
     [(" , ", None), ("t1", None), ("t1:", None), (":alice", None), (None, "[]"), (None, '{"t1": ""}'),
-     (None, "{}"), ("t1:alice", '{"t1": "bob"}'), (None, "missing")],
+     (None, "{}"), ("t1:alice", '{"t1": "bob"}'), (None, "missing"), ("", None), (None, " "),
+     ("tok:alice,tok:carol", None), ("tok:alice, tok :alice", None), (None, '{"tok": "alice", " tok ": "carol"}')],
 )
 def test_a_token_setting_that_names_no_valid_token_stops_the_server(tmp_path, listed, filed):
-    environ = {server_auth.TOKENS_VARIABLE: listed} if listed else {}
-    if filed:
+    environ = {server_auth.TOKENS_VARIABLE: listed} if listed is not None else {}
+    if filed == " ":
+        environ[server_auth.TOKENS_FILE_VARIABLE] = filed
+    elif filed:
         path = tmp_path / "tokens.json"
         if filed != "missing":
             path.write_text(filed)
@@ -94,20 +98,46 @@ def test_a_token_setting_that_names_no_valid_token_stops_the_server(tmp_path, li
 def test_authenticate_maps_a_bearer_token_to_its_user_and_refuses_the_rest(monkeypatch):
     monkeypatch.setattr(server_auth, "TOKENS", {"tok-a": ALICE})
 
-    assert asyncio.run(server_auth.authenticate("Bearer tok-a")) == ALICE
-    assert asyncio.run(server_auth.authenticate("bearer  tok-a ")) == ALICE
+    assert asyncio.run(server_auth.authenticate("Bearer tok-a", {})) == ALICE
+    assert asyncio.run(server_auth.authenticate("bearer  tok-a ", {})) == ALICE
     for header in (None, "", "Bearer", "Bearer tok-b", "Basic tok-a", "tok-a", "Bearer tok-a2"):
         with pytest.raises(Auth.exceptions.HTTPException) as refused:
-            asyncio.run(server_auth.authenticate(header))
+            asyncio.run(server_auth.authenticate(header, {}))
         assert refused.value.status_code == 401, header
+
+
+def test_a_misspelt_auth_variable_stops_the_server_instead_of_running_open():
+    with pytest.raises(ValueError, match="did you mean MAISTRO_AUTH_TOKENS"):
+        Settings.from_environ({"MAISTRO_AUTH_TOKEN": "tok:alice"})
+
+
+def test_the_token_may_come_as_x_api_key(monkeypatch):
+    monkeypatch.setattr(server_auth, "TOKENS", {"tok-a": ALICE})
+    assert asyncio.run(server_auth.authenticate(None, {b"x-api-key": b" tok-a "})) == ALICE
+    assert asyncio.run(server_auth.authenticate("Bearer tok-a", {b"x-api-key": b"wrong"})) == ALICE
+    with pytest.raises(Auth.exceptions.HTTPException) as refused:
+        asyncio.run(server_auth.authenticate(None, {b"x-api-key": b"tok-b"}))
+    assert refused.value.status_code == 401
+
+
+def test_store_values_are_bounded_and_search_limits_clamped():
+    with pytest.raises(Auth.exceptions.HTTPException) as refused:
+        server_auth.bound_store_request("put", {"value": {"task": "x" * server_auth.MAX_STORE_VALUE_BYTES}})
+    assert refused.value.status_code == 413
+    server_auth.bound_store_request("put", {"value": {"task": "x" * 1000}})
+    for sent, kept in ((10**9, 100), (-1, 1), ("abc", 10), (20, 20)):
+        request = {"limit": sent, "offset": -5}
+        server_auth.bound_store_request("search", request)
+        assert request == {"limit": kept, "offset": 0}
 
 
 def test_without_tokens_auth_is_off_and_everyone_is_anonymous(monkeypatch):
     monkeypatch.setattr(server_auth, "TOKENS", {})
     assert not server_auth.auth_enabled()
-    assert asyncio.run(server_auth.authenticate(None)) == server_auth.ANONYMOUS
+    assert asyncio.run(server_auth.authenticate(None, {})) == server_auth.ANONYMOUS
     value = {"metadata": {}}
-    assert asyncio.run(server_auth.own_threads(None, value)) is None and value == {"metadata": {}}
+    creating = SimpleNamespace(action="create", user=SimpleNamespace(identity=server_auth.ANONYMOUS))
+    assert asyncio.run(server_auth.own_threads(creating, value)) is None and value == {"metadata": {}}
     assert asyncio.run(server_auth.refuse_the_rest(None, {})) is None
 
 

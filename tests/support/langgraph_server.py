@@ -49,6 +49,7 @@ def scratch_config(directory: Path) -> Path:
     spec["graphs"] = {graph_id: str(ROOT / path) for graph_id, path in spec["graphs"].items()}
     spec["store"]["index"]["embed"] = str(ROOT / spec["store"]["index"]["embed"])
     spec["auth"]["path"] = str(ROOT / spec["auth"]["path"])
+    spec["http"]["app"] = str(ROOT / spec["http"]["app"])
     spec["env"] = str(directory / spec["env"])
     path = directory / "langgraph.json"
     path.write_text(json.dumps(spec))
@@ -100,18 +101,35 @@ def stop(process: subprocess.Popen) -> None:
         process.wait(STOP_SECONDS)
 
 
-@contextmanager
-def langgraph_dev(directory: Path, env: dict[str, str]) -> Iterator[str]:
-    """Run `langgraph dev --no-browser --no-reload` from `directory` on a free port; yield its URL, then stop it."""
+def start_server(directory: Path, env: dict[str, str]) -> tuple[subprocess.Popen, str, Path]:
+    """Start `langgraph dev --no-browser --no-reload` from `directory` on a free port: (process, URL, log)."""
     config = scratch_config(directory)
     port = free_port()
-    url = f"http://127.0.0.1:{port}"
     log = directory / "server.log"
     command = [langgraph_executable(), "dev", "--no-browser", "--no-reload", "--port", str(port), "--config", str(config)]
     with log.open("wb") as output:
         process = subprocess.Popen(
             command, cwd=directory, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
         )
+    return process, f"http://127.0.0.1:{port}", log
+
+
+def refused_start(directory: Path, env: dict[str, str]) -> str:
+    """Start a server that must refuse to run: wait for it to exit with an error, and return its log."""
+    process, _, log = start_server(directory, env)
+    try:
+        process.wait(STARTUP_SECONDS)
+    except subprocess.TimeoutExpired:
+        stop(process)
+        pytest.fail(f"langgraph dev kept running:\n{log_tail(log)}")
+    assert process.returncode != 0
+    return log.read_text(errors="replace")
+
+
+@contextmanager
+def langgraph_dev(directory: Path, env: dict[str, str]) -> Iterator[str]:
+    """Run `langgraph dev --no-browser --no-reload` from `directory` on a free port; yield its URL, then stop it."""
+    process, url, log = start_server(directory, env)
     try:
         wait_until_ready(process, url, log)
         yield url

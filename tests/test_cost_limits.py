@@ -1,0 +1,56 @@
+"""The operator owns cost: with auth on a client sets only the time zone, numbers are clamped for everyone,
+and no message ever costs more model calls than MAISTRO_MAX_MODEL_CALLS."""
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from graph.app.scripted_model import calls, route, say, todo
+from graph.backends.model import ModelCallLimitError
+from graph.configuration import AUTH_USER_KEY, Configuration
+from tests.support.helpers import config, todos
+
+GREEDY = {"model": "o1-pro", "role": "Leak.", "max_memory_rounds": 100, "todo_prompt_limit": 10**6, "timezone": "Asia/Tokyo"}
+
+
+def settings(**configurable) -> Configuration:
+    return Configuration.from_runnable_config({"configurable": configurable})
+
+
+def test_with_auth_a_client_sets_only_the_time_zone(monkeypatch):
+    monkeypatch.setenv("MAISTRO_MODEL", "operator-model")
+    chosen = settings(**GREEDY, **{AUTH_USER_KEY: "alice"})
+    assert (chosen.model, chosen.role, chosen.max_memory_rounds, chosen.todo_prompt_limit) == (
+        "operator-model",
+        Configuration().role,
+        3,
+        30,
+    )
+    assert (chosen.timezone, chosen.resolved_user_id) == ("Asia/Tokyo", "alice")
+
+
+def test_numbers_are_clamped_for_every_client():
+    chosen = settings(**GREEDY)
+    assert (chosen.model, chosen.max_memory_rounds, chosen.todo_prompt_limit) == ("o1-pro", 5, 100)
+    assert settings(max_memory_rounds=-3, todo_update_limit="many").max_memory_rounds == 0
+    assert settings(todo_update_limit="many").todo_update_limit == Configuration().todo_update_limit
+
+
+def test_a_time_zone_that_does_not_exist_is_one_sentence():
+    with pytest.raises(ValueError, match="timezone 'Mars/Base' is not a known IANA time zone"):
+        settings(timezone="Mars/Base")
+
+
+def test_no_message_costs_more_model_calls_than_the_operator_allows(agent, model, monkeypatch):
+    monkeypatch.setenv("MAISTRO_MAX_MODEL_CALLS", "3")
+    model.add("task_maistro", route("todo"), route("todo"), say("Saved."))
+    model.add("update_todos", calls(todo("First", solutions=["a"])), calls(todo("Second", solutions=["b"])))
+
+    with pytest.raises(ModelCallLimitError, match="more than 3 model calls"):
+        agent.invoke({"messages": [HumanMessage("Add two tasks")]}, config())
+
+    assert len(model.calls) == 3 and list(todos(agent)) == ["First"]
+    assert agent.get_state(config()).values["messages"][0].content == "Add two tasks"
+    monkeypatch.setenv("MAISTRO_MAX_MODEL_CALLS", "40")
+    model.script.clear()
+    model.add("task_maistro", say("Fine now."))
+    assert agent.invoke({"messages": [HumanMessage("Hello")]}, config())["messages"][-1].content == "Fine now."
