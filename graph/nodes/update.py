@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AnyMessage, ToolMessage
+from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
 
@@ -20,7 +20,8 @@ from graph.memory.changes import ChangeContext, MemoryChange, commit_changes
 from graph.memory.redaction import redact_text
 from graph.nodes.extraction import extraction_messages, routing_seed
 from graph.state import State
-from graph.thread.tool_calls import last_human_message, pending_update_calls
+from graph.thread.tokens import bound_message
+from graph.thread.tool_calls import pending_update_calls
 from prompts import SECRETS_NOT_SAVED, SEE_ABOVE
 
 
@@ -55,11 +56,21 @@ Report = Callable[[list[MemoryChange] | None, list[MemoryChange]], str]
 
 
 def change_context(request: UpdateRequest) -> ChangeContext:
-    """The thread, the user's (redacted) message and a replay-stable seed for the history of this update."""
-    latest_user = last_human_message(request.messages)
+    """The thread, the user's message and a replay-stable seed for the history of this update.
+
+    The message is cut to what a prompt shows (`bound_message`) and redacted with the user's earlier
+    messages as context, so a secret split across messages ("my wifi password is" … "hunter2") is not kept.
+    """
+    said = [message.text for message in request.messages if isinstance(message, HumanMessage)]
+    message = ""
+    if said:
+        latest = said[-1]
+        earlier = "\n".join(said[-3:-1])[-2000:]  # the end of the two messages before, where a split secret starts
+        limit = len(bound_message(HumanMessage(latest)).content)
+        message = redact_text(latest, context=earlier, limit=limit)[0]
     return ChangeContext(
         thread_id=str(request.config.get("configurable", {}).get("thread_id", "")),
-        message=redact_text(latest_user.text)[0] if latest_user else "",
+        message=message,
         seed=routing_seed(request.messages, request.calls[0]["id"] if request.calls else ""),
     )
 

@@ -1,0 +1,82 @@
+"""Trust: precision and recall of the secret filter on the labelled corpus (`python -m bench.trust`).
+
+The corpus is `tests.support.secret_corpus`: ToDo-like texts with secrets in every format the filter covers
+(English and Chinese), and ordinary texts that hold none (UUIDs, history ids, Luhn-valid order and tracking
+numbers, Chinese texts about 密码 …). Counted per text: a secret text is caught when the filter's output is
+exactly the expected one (every secret redacted, nothing else touched); an ordinary text is a false
+positive when the filter changes it at all. Precision = caught / (caught + ordinary texts changed); recall =
+caught / secret texts. Targets: recall ≥ 0.98, no ordinary text changed.
+"""
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+
+from graph.memory.redaction import redact_text
+from tests.support.secret_corpus import ORDINARY_CASES, SECRET_CASES
+
+RECALL_TARGET = 0.98
+
+
+@dataclass
+class TrustFigures:
+    """The secret filter's figures on the corpus."""
+
+    secret_texts: int
+    caught: int
+    ordinary_texts: int
+    ordinary_changed: int
+    precision: float
+    recall: float
+    recall_by_format: dict[str, tuple[int, int]]
+    microseconds_per_text: float
+
+
+def measure() -> TrustFigures:
+    """Run the filter over the corpus and count."""
+    by_format: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    started = time.perf_counter()
+    outputs = [(case, redact_text(case.text)[0]) for case in (*SECRET_CASES, *ORDINARY_CASES)]
+    elapsed = time.perf_counter() - started
+    caught = changed = 0
+    for case, output in outputs:
+        if case.is_secret:
+            hit = output == case.expected
+            caught += hit
+            by_format[case.label][0] += hit
+            by_format[case.label][1] += 1
+        else:
+            changed += output != case.text
+    return TrustFigures(
+        secret_texts=len(SECRET_CASES),
+        caught=caught,
+        ordinary_texts=len(ORDINARY_CASES),
+        ordinary_changed=changed,
+        precision=caught / (caught + changed) if caught + changed else 1.0,
+        recall=caught / len(SECRET_CASES),
+        recall_by_format={label: (hits, total) for label, (hits, total) in sorted(by_format.items())},
+        microseconds_per_text=elapsed / len(outputs) * 1e6,
+    )
+
+
+def print_trust() -> TrustFigures:
+    """Print the secret filter's precision, recall (overall and by format) and targets; returns the figures."""
+    figures = measure()
+    print(f"Secret filter on {figures.secret_texts} secret and {figures.ordinary_texts} ordinary ToDo-like texts")
+    print("| format | texts | caught | recall |")
+    print("|---|---|---|---|")
+    for label, (hits, total) in figures.recall_by_format.items():
+        print(f"| {label} | {total} | {hits} | {hits / total:.2f} |")
+    print(f"| all secrets | {figures.secret_texts} | {figures.caught} | {figures.recall:.3f} |")
+    print(f"ordinary texts changed: {figures.ordinary_changed} of {figures.ordinary_texts}")
+    print(f"precision {figures.precision:.3f}, recall {figures.recall:.3f}, "
+          f"{figures.microseconds_per_text:.0f} µs per text")
+    met = figures.recall >= RECALL_TARGET
+    print(f"{'met' if met else 'MISSED'}: recall {figures.recall:.3f} (target >= {RECALL_TARGET})")
+    no_change = figures.ordinary_changed == 0
+    print(f"{'met' if no_change else 'MISSED'}: ordinary texts changed {figures.ordinary_changed} (target 0)")
+    return figures
+
+
+if __name__ == "__main__":
+    print_trust()
