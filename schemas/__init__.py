@@ -8,7 +8,7 @@ descriptions because several providers (Anthropic among them) reject tools witho
 from datetime import datetime
 from typing import Annotated, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from typing_extensions import TypedDict
 
 UpdateType = Literal["user", "todo", "instructions"]
@@ -64,25 +64,62 @@ class ToDo(BaseModel):
 class Instructions(BaseModel):
     """The stored instructions document: how the user wants ToDo items written."""
 
+    model_config = ConfigDict(extra="forbid", strict=True)
+
     memory: str = Field(description="The instructions, as free text.")
+
+
+class StoredProfile(Profile):
+    """A profile document as the store keeps it: only `Profile`'s fields, each of its exact JSON type."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class StoredToDo(ToDo):
+    """A ToDo document as the store keeps it: only `ToDo`'s fields, each of its exact JSON type."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 MemoryKind = Literal["profile", "todo", "instructions"]
 
+# The shape of each memory kind's documents in the store (validate their JSON: dates are ISO 8601 strings).
+STORED_DOCUMENTS: dict[str, type[BaseModel]] = {
+    "profile": StoredProfile,
+    "todo": StoredToDo,
+    "instructions": Instructions,
+}
+
 
 class HistoryEntry(BaseModel):
-    """One recorded change to a memory document: what it was before and after, and the message behind it."""
+    """One recorded change to a memory document: what it was before and after, and the message behind it.
 
-    model_config = ConfigDict(extra="allow")
+    Strict: every field but `undoes` is required, none may be added, and none is coerced from another type.
+    Every entry this project has written carries them all; `graph.memory.changes.list_history` still reads
+    hand-made entries that lack `order`, `thread_id` or `message`.
+    """
 
-    id: str = Field(description="The change id (stable across replays of the same update).")
-    time: str = Field(description="When the change was written, ISO 8601 in UTC.")
-    order: int = Field(0, description="Position among the changes written at the same time.")
-    thread_id: str = Field("", description="The thread whose turn made the change ('' for CLI edits and undos).")
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    id: str = Field(min_length=1, description="The change id (stable across replays of the same update).")
+    time: str = Field(description="When the change was written, ISO 8601 with a UTC offset.")
+    order: int = Field(ge=0, description="Position among the changes written at the same time.")
+    thread_id: str = Field(description="The thread whose turn made the change ('' for CLI edits and undos).")
     kind: MemoryKind = Field(description="Which memory changed.")
-    message: str = Field("", description="The user's message that caused the change, secrets redacted.")
+    message: str = Field(description="The user's message that caused the change, secrets redacted.")
     action: Literal["created", "updated", "deleted"] = Field(description="What happened to the document.")
-    key: str = Field(description="The document's store key.")
+    key: str = Field(min_length=1, description="The document's store key.")
     before: Optional[dict] = Field(description="The document before the change (None: it was created).")
     after: Optional[dict] = Field(description="The document after the change (None: it was deleted).")
     undoes: Optional[str] = Field(None, description="The id of the change this one reverts, for an undo.")
+
+    @field_validator("time")
+    @classmethod
+    def _dated(cls, value: str) -> str:
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError("must be an ISO 8601 date-time") from None
+        if moment.tzinfo is None:
+            raise ValueError("must carry a UTC offset")
+        return value

@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from langgraph.store.postgres import PostgresStore
+
 from graph import build_graph, close_graph
 from graph.app.scripted_model import ScriptedChatModel
 from graph.backends.sqlite import DATABASE_FILE
@@ -51,7 +53,7 @@ def test_default_data_dir_comes_from_the_environment(tmp_path, monkeypatch):
 def test_database_url_from_the_environment_selects_postgres(fresh_database, monkeypatch):
     monkeypatch.setenv("MAISTRO_DATABASE_URL", fresh_database)
     agent = build_graph()
-    assert type(agent.store).__name__ == "PostgresStore"
+    assert isinstance(agent.store, PostgresStore)
     close_graph(agent)
 
 

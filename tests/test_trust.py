@@ -4,12 +4,16 @@ import json
 import time
 
 import pytest
+from typer.testing import CliRunner
 
+from graph import open_store
+from graph.app.cli import app
 from graph.app.scripted_model import calls, patch_where, profile, remove_where, replace, route, say, todo
 from graph.app.session import change_notes
 from graph.memory.admin import export_memories, import_memories
-from graph.memory.changes import UnknownChangeError, list_history, undo_change
-from tests.support.helpers import instructions_of, profile_of, todos, turn
+from graph.memory.changes import IrreversibleChangeError, UnknownChangeError, list_history, undo_change
+from graph.memory.store import HISTORY, TODO, namespace
+from tests.support.helpers import SWIM_ITEM, instructions_of, profile_of, remember, todos, turn
 
 CARD = "4111 1111 1111 1111"
 
@@ -83,6 +87,54 @@ def test_history_is_part_of_export_and_import(agent, model):
     assert export_memories(agent.store, "Copy") == exported
     undo_change(agent.store, "Copy")
     assert todos(agent, "Copy") == {} and list(todos(agent, "Lance")) == ["Pay rent"]
+
+
+def forge(store, user_id: str, *missing: str, **fields) -> None:
+    """Write a history entry straight to the store, unchecked, as imports once did (`missing`: fields left out)."""
+    entry = {
+        "id": "forged", "time": "2026-01-05T10:00:00+00:00", "order": 0, "thread_id": "", "kind": "todo",
+        "message": "", "action": "updated", "key": "b-swim", "before": {**SWIM_ITEM, "status": "in progress"},
+        "after": SWIM_ITEM, **fields,
+    }
+    store.put(namespace(HISTORY, user_id), "forged", {k: v for k, v in entry.items() if k not in missing}, index=False)
+
+
+def test_history_and_undo_read_an_entry_without_order_thread_or_message(agent):
+    remember(agent.store, "Lance")
+    forge(agent.store, "Lance", "order", "thread_id", "message")
+
+    (entry,) = list_history(agent.store, "Lance")
+    assert (entry["order"], entry["thread_id"], entry["message"]) == (0, "", "")
+
+    undo_change(agent.store, "Lance")
+    assert todos(agent)["Book swim lessons"]["status"] == "in progress"
+
+
+def test_undo_never_writes_a_document_that_fails_the_schema(agent):
+    remember(agent.store, "Lance")
+    forge(agent.store, "Lance", time="9999-12-31T00:00:00+00:00", before={"task": "Book swim lessons", "status": "someday"})
+    before = todos(agent)
+
+    with pytest.raises(IrreversibleChangeError, match=r"change forged cannot be undone: the todo it would restore is invalid \(status: Input should be"):
+        undo_change(agent.store, "Lance")
+
+    assert todos(agent) == before and len(list_history(agent.store, "Lance")) == 1
+    assert agent.store.get(namespace(TODO, "Lance"), "b-swim").value == SWIM_ITEM
+
+
+def test_maistro_history_shows_and_undo_refuses_a_forged_entry_with_one_line(tmp_path):
+    with open_store(tmp_path) as store:
+        remember(store, "Lance")
+        forge(store, "Lance", "order", before={**SWIM_ITEM, "status": "someday", "owner": "mallory"})
+    runner = CliRunner()
+
+    listed = runner.invoke(app, ["history", "--user", "Lance", "--data-dir", str(tmp_path)])
+    undone = runner.invoke(app, ["undo", "--user", "Lance", "--data-dir", str(tmp_path)])
+
+    assert listed.exit_code == 0 and "forged" in listed.output
+    assert undone.exit_code == 1
+    assert undone.output.startswith("Cannot undo for Lance: change forged cannot be undone: the todo it would restore")
+    assert undone.output.count("\n") == 1
 
 
 def test_secrets_are_redacted_everywhere_but_the_thread(agent, model):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from graph.memory.store import INSTRUCTIONS, PROFILE, TODO
+from graph.memory.store import INSTRUCTIONS, PROFILE, TODO, InvalidUserIdError, check_user_id
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
@@ -45,7 +45,7 @@ def _fail(message: str) -> NoReturn:
 def _user(user: str | None) -> str:
     from graph.configuration import Configuration
 
-    return Configuration(user_id=user or "").resolved_user_id
+    return check_user_id(Configuration(user_id=user or "").resolved_user_id)
 
 
 @contextmanager
@@ -179,7 +179,7 @@ def import_(
         with _store(data_dir, index=True) as store:
             counts = import_memories(store, user_id, data)
     except (json.JSONDecodeError, InvalidExportError) as error:
-        _fail(f"Cannot import {file}: {error}")
+        _fail(f"Cannot import {file}: {error}.")
     summary = ", ".join(f"{count} {kind}" for kind, count in counts.items())
     typer.echo(f"Imported into {user_id}: {summary}.")
 
@@ -239,7 +239,7 @@ def undo(
     data_dir: DataDirOption = None,
 ) -> None:
     """Revert a change to a user's memories (the last one by default); an undo can be undone too."""
-    from graph.memory.changes import UnknownChangeError, list_history, undo_change
+    from graph.memory.changes import IrreversibleChangeError, UnknownChangeError, list_history, undo_change
 
     user_id = _user(user)
     with _store(data_dir, index=True) as store:
@@ -250,6 +250,8 @@ def undo(
             entry = undo_change(store, user_id, matches[0] if change else None)
         except UnknownChangeError as error:
             _fail(f"Nothing to undo for {user_id}: {error}.")
+        except IrreversibleChangeError as error:
+            _fail(f"Cannot undo for {user_id}: {error}.")
     typer.echo(f"Undid change {entry['undoes'][:8]} of {user_id}: {entry['kind']} {entry['key']} {entry['action']}.")
 
 
@@ -276,12 +278,15 @@ def demo(
 
 
 def main() -> None:
-    """The console script: run the CLI; a bad MAISTRO_*/OPENAI_* setting is one sentence and exit code 1."""
+    """The console script: run the CLI; a bad MAISTRO_*/OPENAI_* setting or user id is one sentence and exit code 1."""
     try:
         app()
     except Exception as error:
         from graph.settings import SettingsError  # imported on failure only: --help never loads the settings
 
+        if isinstance(error, InvalidUserIdError):
+            typer.echo(str(error), err=True)
+            sys.exit(1)
         if not isinstance(error, SettingsError):
             raise
         typer.echo(f"Configuration error: {error}", err=True)

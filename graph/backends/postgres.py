@@ -10,11 +10,12 @@ SETUP_LOCK = 0x6D61697374726F
 
 
 def open_postgres(url: str, index: IndexConfig | None, ttl: TTLConfig, *, checkpointer: bool = True):
-    """A `PostgresSaver` (None unless `checkpointer`) and a `PostgresStore` on one pool, their tables created."""
+    """A `PostgresSaver` (None unless `checkpointer`) and an `AtomicPostgresStore` on one pool, their tables created."""
     from langgraph.checkpoint.postgres import PostgresSaver
-    from langgraph.store.postgres import PostgresStore
     from psycopg.rows import dict_row
     from psycopg_pool import ConnectionPool
+
+    from graph.backends.atomic_postgres import AtomicPostgresStore
 
     pool = ConnectionPool(
         url,
@@ -24,7 +25,7 @@ def open_postgres(url: str, index: IndexConfig | None, ttl: TTLConfig, *, checkp
         open=True,
     )
     saver = PostgresSaver(pool) if checkpointer else None
-    store = PostgresStore(pool, index=index, ttl=ttl)
+    store = AtomicPostgresStore(pool, index=index, ttl=ttl)
     with pool.connection() as conn:
         # Poll instead of blocking in pg_advisory_lock: a blocked statement holds a snapshot that the
         # migrations' CREATE INDEX CONCURRENTLY in the lock holder would wait for, a deadlock.

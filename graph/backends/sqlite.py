@@ -6,7 +6,8 @@ from types import ModuleType
 
 from filelock import FileLock
 from langgraph.store.base import IndexConfig, TTLConfig
-from langgraph.store.sqlite import SqliteStore
+
+from graph.backends.atomic import AtomicSqliteStore
 
 DATABASE_FILE = "maistro.sqlite"
 BUSY_TIMEOUT_SECONDS = 30.0
@@ -40,14 +41,14 @@ def connect(path: Path, *, autocommit: bool, driver: ModuleType = sqlite3) -> sq
 
 
 def open_sqlite(directory: Path, index: IndexConfig | None, ttl: TTLConfig, *, checkpointer: bool = True):
-    """A `SqliteSaver` (None unless `checkpointer`) and a `SqliteStore` on `directory`'s database file.
+    """A `SqliteSaver` (None unless `checkpointer`) and an `AtomicSqliteStore` on `directory`'s database file.
 
     Their tables are created once, even when several processes open a fresh database at the same time.
     """
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / DATABASE_FILE
     driver = sqlite_with_extensions() if index else sqlite3
-    store = SqliteStore(connect(path, autocommit=True, driver=driver), index=index, ttl=ttl)
+    store = AtomicSqliteStore(connect(path, autocommit=True, driver=driver), index=index, ttl=ttl)
     saver = None
     if checkpointer:
         from langgraph.checkpoint.sqlite import SqliteSaver

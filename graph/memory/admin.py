@@ -1,39 +1,36 @@
 """One user's data as a whole: export and import their memories, find their threads, forget them."""
 
+import json
 from collections.abc import Mapping
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore, Item, PutOp
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from graph.memory.redaction import redact
+from graph.memory.changes import document_problem, ttl_for, validation_problem
+from graph.memory.redaction import redact, redact_text
 from graph.memory.store import (
     HISTORY,
     INSTRUCTIONS,
-    INSTRUCTIONS_KEY,
     PAGE_SIZE,
     PROFILE,
-    PROFILE_KEY,
     TODO,
+    UNSTORABLE_CHARACTERS,
     namespace,
     search_all,
     user_label,
 )
-from schemas import HistoryEntry, Instructions, Profile, ToDo
+from graph.settings import current_settings
+from schemas import HistoryEntry
 
 EXPORT_FORMAT = "task-maistro memories v1"
 MEMORY_KINDS = (PROFILE, TODO, INSTRUCTIONS)
 SECTIONS = (*MEMORY_KINDS, HISTORY)
-
-SCHEMAS: dict[str, type[BaseModel]] = {
-    PROFILE: Profile,
-    TODO: ToDo,
-    INSTRUCTIONS: Instructions,
-    HISTORY: HistoryEntry,
-}
-# Memories that are one document per user, under a fixed key.
-SINGLE_KEYS = {PROFILE: PROFILE_KEY, INSTRUCTIONS: INSTRUCTIONS_KEY}
+MAX_KEY_LENGTH = 256
+# How far past the importing machine's clock a history entry may be dated (clocks differ a little).
+CLOCK_ALLOWANCE = timedelta(minutes=10)
 
 
 class InvalidExportError(ValueError):
@@ -50,44 +47,100 @@ def export_memories(store: BaseStore, user_id: str) -> dict[str, Any]:
     return exported
 
 
-def _check_export(data: Any) -> dict[str, dict[str, Any]]:
-    """The memories of an export, by kind, after checking every value against its schema."""
+def _key_problem(key: Any) -> str | None:
+    if not isinstance(key, str) or not key:
+        return "its key must be a non-empty string"
+    if len(key) > MAX_KEY_LENGTH:
+        return f"its key is longer than {MAX_KEY_LENGTH} characters"
+    if UNSTORABLE_CHARACTERS.search(key):
+        return "its key contains a control character"
+    return None
+
+
+def _history_problem(key: str, value: Any, now: datetime) -> str | None:
+    """Why `value` is not a history entry that may be imported under `key`; None when it is one."""
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return "it is not JSON"
+    try:
+        entry = HistoryEntry.model_validate_json(text)
+    except ValidationError as error:
+        return validation_problem(error)
+    if entry.id != key:
+        return "its id differs from its key"
+    if datetime.fromisoformat(entry.time) > now + CLOCK_ALLOWANCE:
+        return "its time is in the future"
+    if (entry.after is None) != (entry.action == "deleted"):
+        return f'a change "{entry.action}" must have an "after" document exactly when it did not delete one'
+    for field, document in (("before", entry.before), ("after", entry.after)):
+        if document is not None and (problem := document_problem(entry.kind, entry.key, document)):
+            return f'its "{field}" is not a valid {entry.kind} ({problem})'
+    return None
+
+
+def _item_problem(kind: str, key: Any, value: Any, now: datetime) -> str | None:
+    if problem := _key_problem(key):
+        return problem
+    if kind == HISTORY:
+        return _history_problem(key, value, now)
+    return document_problem(kind, key, value)
+
+
+def _shown(key: Any) -> str:
+    """A key as an error message names it: secrets redacted, control characters escaped, cut to 40 characters."""
+    text = json.dumps(redact_text(str(key))[0], ensure_ascii=False)[1:-1]
+    return text if len(text) <= 40 else text[:40] + "…"
+
+
+def _checked_export(data: Any) -> dict[str, dict[str, Any]]:
+    """The export's sections, keys and values redacted, once every item is checked; else `InvalidExportError`."""
     if not isinstance(data, Mapping) or data.get("format") != EXPORT_FORMAT:
         raise InvalidExportError(f'not a task-maistro memory export (expected "format": "{EXPORT_FORMAT}")')
     unknown = set(data) - {"format", *SECTIONS}
     if unknown:
-        raise InvalidExportError(f"unknown sections: {', '.join(sorted(unknown))}")
-    memories: dict[str, dict[str, Any]] = {}
+        raise InvalidExportError(f"unknown sections: {', '.join(sorted(map(str, unknown)))}")
+    now = datetime.now(timezone.utc)
+    sections: dict[str, dict[str, Any]] = {}
     for kind in SECTIONS:
         section = data.get(kind) or {}
         if not isinstance(section, Mapping):
             raise InvalidExportError(f'"{kind}" must map keys to values')
-        if kind in SINGLE_KEYS and set(section) - {SINGLE_KEYS[kind]}:
-            raise InvalidExportError(f'"{kind}" holds one document, under the key "{SINGLE_KEYS[kind]}"')
+        redacted: dict[str, Any] = {}
         for key, value in section.items():
-            try:
-                SCHEMAS[kind].model_validate(value)
-            except ValidationError as error:
-                raise InvalidExportError(f'"{kind}" item "{key}" is invalid: {error}') from error
-        memories[kind] = dict(section)
-    return memories
+            if problem := _item_problem(kind, key, value, now):
+                raise InvalidExportError(f'"{kind}" item "{_shown(key)}" is invalid: {problem}')
+            safe_key = redact_text(key)[0]
+            if safe_key in redacted:
+                raise InvalidExportError(
+                    f'"{kind}" item "{_shown(key)}" has the same key as another once secrets are redacted'
+                )
+            redacted[safe_key] = redact(value)[0]
+        sections[kind] = redacted
+    return sections
 
 
 def import_memories(store: BaseStore, user_id: str, data: Any) -> dict[str, int]:
     """Write an export's memories and history to the user in one batch (same keys; other items stay).
 
-    Secrets are redacted on the way in. Returns counts by section; raises `InvalidExportError`, before
-    writing anything, when the data is not a valid export.
+    Every item is checked first: memories against their stored schemas (`schemas.STORED_DOCUMENTS`), history
+    entries against `HistoryEntry` and their documents against their memory's schema, not dated in the future;
+    keys are non-empty, at most `MAX_KEY_LENGTH` characters, without control characters. The first problem
+    raises `InvalidExportError` with one sentence, and nothing is written. Secrets are redacted from keys and
+    values; done ToDos get their expiry (counted from the import). The batch is one transaction in this
+    project's stores, whatever its size. Returns counts by section.
     """
-    memories = _check_export(data)
+    namespaces = {kind: namespace(kind, user_id) for kind in SECTIONS}
+    sections = _checked_export(data)
+    days = current_settings().done_todo_ttl_days
     store.batch(
         [
-            PutOp(namespace(kind, user_id), key, redact(value)[0], index=False if kind == HISTORY else None)
-            for kind, section in memories.items()
+            PutOp(namespaces[kind], key, value, index=False if kind == HISTORY else None, ttl=ttl_for(kind, value, days))
+            for kind, section in sections.items()
             for key, value in section.items()
         ]
     )
-    return {kind: len(section) for kind, section in memories.items()}
+    return {kind: len(section) for kind, section in sections.items()}
 
 
 def user_items(store: BaseStore, user_id: str) -> list[Item]:

@@ -4,8 +4,12 @@ A history entry (`schemas.HistoryEntry`) holds the time, thread, memory kind, st
 document before and after, and the user's message that caused it (secrets redacted). Undoing a change writes
 the document's earlier state back and records that as a change of its own, so an undo can be undone too.
 Done and archived ToDos are written with a TTL (MAISTRO_DONE_TODO_TTL_DAYS); open ones never expire.
+A change and its history entry are one store batch, which this project's stores commit as one transaction
+(`graph.backends.atomic`); undo writes nothing that does not fit the memory's schema.
 """
 
+import json
+import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -13,15 +17,31 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 
 from langgraph.store.base import BaseStore, PutOp
+from pydantic import ValidationError
 
 from graph.memory.redaction import redact
-from graph.memory.store import HISTORY, TODO, namespace, search_all
+from graph.memory.store import (
+    HISTORY,
+    INSTRUCTIONS,
+    INSTRUCTIONS_KEY,
+    PROFILE,
+    PROFILE_KEY,
+    TODO,
+    namespace,
+    search_all,
+)
 from graph.settings import current_settings
-from schemas import HistoryEntry
+from schemas import STORED_DOCUMENTS, HistoryEntry
 
 ENTRY_NAMESPACE = uuid.UUID("0b8f6f5e-6a53-4b8e-9d0c-7c1e9a3d2f41")
 CLOSED_STATUSES = ("done", "archived")
 MINUTES_PER_DAY = 24 * 60
+# Memories that are one document per user, under a fixed key.
+SINGLE_KEYS = {PROFILE: PROFILE_KEY, INSTRUCTIONS: INSTRUCTIONS_KEY}
+# What older or hand-made history entries lacking these fields are read with.
+ENTRY_DEFAULTS = {"order": 0, "thread_id": "", "message": ""}
+# Characters no stored string may hold: NUL (PostgreSQL cannot store it) and lone surrogates (not UTF-8).
+_UNSTORABLE_IN_TEXT = re.compile("[\x00\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -52,12 +72,58 @@ class UnknownChangeError(LookupError):
     """There is no change with that id (or no change at all) in the user's history."""
 
 
-def ttl_for(kind: str, value: dict | None) -> float | None:
-    """The TTL in minutes to store a memory document with: only closed ToDos expire (0 days keeps them)."""
-    days = current_settings().done_todo_ttl_days
-    if kind == TODO and value and value.get("status") in CLOSED_STATUSES and days > 0:
-        return days * MINUTES_PER_DAY
+class IrreversibleChangeError(ValueError):
+    """Undoing the change would write a document that does not fit its memory's schema."""
+
+
+def validation_problem(error: ValidationError) -> str:
+    """The first problem pydantic found, in a few words: `field.path: message`."""
+    detail = error.errors()[0]
+    where = ".".join(str(part) for part in detail["loc"])
+    return f"{where}: {detail['msg']}" if where else detail["msg"]
+
+
+def _has_unstorable_text(value: Any) -> bool:
+    if isinstance(value, str):
+        return _UNSTORABLE_IN_TEXT.search(value) is not None
+    if isinstance(value, dict):
+        return any(_has_unstorable_text(key) or _has_unstorable_text(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_has_unstorable_text(item) for item in value)
+    return False
+
+
+def document_problem(kind: str, key: str, document: Any) -> str | None:
+    """Why `document` may not be stored as the user's `kind` memory under `key`, in a few words; None if it may.
+
+    It must match the kind's stored schema exactly (`schemas.STORED_DOCUMENTS`: no unknown fields, no
+    coerced types), sit under the fixed key of a one-document memory, and hold no NUL or lone surrogate.
+    """
+    fixed = SINGLE_KEYS.get(kind)
+    if fixed and key != fixed:
+        return f'the {kind} is kept under the key "{fixed}" only'
+    try:
+        text = json.dumps(document, allow_nan=False)
+    except (TypeError, ValueError):
+        return "it is not JSON"
+    if _has_unstorable_text(document):
+        return "it contains a NUL character or a lone surrogate"
+    try:
+        STORED_DOCUMENTS[kind].model_validate_json(text)
+    except ValidationError as error:
+        return validation_problem(error)
     return None
+
+
+def ttl_for(kind: str, value: dict | None, days: float | None = None) -> float | None:
+    """The TTL in minutes to store a memory document with: only closed ToDos expire (0 days keeps them).
+
+    `days` is MAISTRO_DONE_TODO_TTL_DAYS, read from the settings unless given (a caller writing many reads it once).
+    """
+    if not (kind == TODO and value and value.get("status") in CLOSED_STATUSES):
+        return None
+    days = current_settings().done_todo_ttl_days if days is None else days
+    return days * MINUTES_PER_DAY if days > 0 else None
 
 
 def history_ops(
@@ -94,7 +160,8 @@ def record_changes(
 ) -> list[dict[str, Any]]:
     """Write the changes (closed ToDos with their TTL) and their history entries in one batch; returns the entries.
 
-    One batch means a memory is never half-written, and never changed without its history.
+    This project's stores commit a batch as one transaction (`graph.backends.atomic`): a memory is never
+    half-written, and never changed without its history.
     """
     ns = namespace(kind, user_id)
     records = history_ops(user_id, kind, changes, context, undoes)
@@ -127,20 +194,46 @@ def commit_changes(
     return saved, secrets
 
 
+def readable_entry(value: Any) -> dict[str, Any] | None:
+    """A stored history entry as the history shows it, or None when it is not one.
+
+    Entries this project wrote are complete. A hand-made one (or one imported before imports were checked)
+    may lack `order`, `thread_id` or `message` (read as 0, "", "") or carry unknown fields (left out).
+    """
+    if not isinstance(value, dict):
+        return None
+    entry = {name: item for name, item in value.items() if name in HistoryEntry.model_fields}
+    for name, default in ENTRY_DEFAULTS.items():
+        entry.setdefault(name, default)
+    try:
+        HistoryEntry.model_validate(entry)
+    except ValidationError:
+        return None
+    return entry
+
+
 def list_history(store: BaseStore, user_id: str) -> list[dict[str, Any]]:
-    """The user's changes, oldest first."""
-    entries = [item.value for item in search_all(store, namespace(HISTORY, user_id))]
-    return sorted(entries, key=lambda entry: (entry["time"], entry["order"]))
+    """The user's changes, oldest first; stored values that are not history entries are left out (not deleted)."""
+    entries = [entry for item in search_all(store, namespace(HISTORY, user_id)) if (entry := readable_entry(item.value))]
+    return sorted(entries, key=lambda entry: (datetime.fromisoformat(entry["time"]), entry["order"]))
 
 
 def undo_change(store: BaseStore, user_id: str, change_id: str | None = None) -> dict[str, Any]:
-    """Revert a change (the latest when no id is given) and return the history entry recording the undo."""
+    """Revert a change (the latest when no id is given) and return the history entry recording the undo.
+
+    Raises `UnknownChangeError` when there is no such change, and `IrreversibleChangeError`, writing nothing,
+    when the document the change started from does not fit its memory's schema.
+    """
     history = list_history(store, user_id)
     target = next((e for e in reversed(history) if change_id in (None, e["id"])), None)
     if target is None:
         raise UnknownChangeError(f"no change {change_id!r} in the history" if change_id else "the history is empty")
-    current = store.get(namespace(target["kind"], user_id), target["key"])
     restored = target["before"]
+    if restored is not None and (problem := document_problem(target["kind"], target["key"], restored)):
+        raise IrreversibleChangeError(
+            f"change {target['id'][:8]} cannot be undone: the {target['kind']} it would restore is invalid ({problem})"
+        )
+    current = store.get(namespace(target["kind"], user_id), target["key"])
     action = "deleted" if restored is None else "created" if current is None else "updated"
     revert = MemoryChange(action, target["key"], current.value if current else None, restored)
     context = ChangeContext(thread_id="", message=f"undo {target['id']}", seed=f"undo/{target['id']}/{len(history)}")

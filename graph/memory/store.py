@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
@@ -15,15 +16,45 @@ HISTORY = "history"
 PROFILE_KEY = "user_profile"
 INSTRUCTIONS_KEY = "user_instructions"
 PAGE_SIZE = 200
+MAX_USER_ID_LENGTH = 256
+# Control characters (C0, DEL, C1) and lone surrogates: refused in user ids and imported keys.
+UNSTORABLE_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+
+class InvalidUserIdError(ValueError):
+    """A user id that memories cannot be filed under: empty, too long, or holding control characters."""
+
+
+def check_user_id(user_id: str) -> str:
+    """The user id, if both stores can file memories under it; else `InvalidUserIdError` with one sentence.
+
+    At most `MAX_USER_ID_LENGTH` characters (PostgreSQL indexes the namespace, and an index row has a size
+    limit), and no control characters or lone surrogates (PostgreSQL text cannot hold NUL; UTF-8 has no
+    surrogates).
+    """
+    if not isinstance(user_id, str) or not user_id:
+        raise InvalidUserIdError("The user id is empty: memories need a user to belong to.")
+    if len(user_id) > MAX_USER_ID_LENGTH:
+        raise InvalidUserIdError(
+            f"The user id is {len(user_id):,} characters long; user ids may have at most {MAX_USER_ID_LENGTH}."
+        )
+    if UNSTORABLE_CHARACTERS.search(user_id):
+        raise InvalidUserIdError(
+            "The user id contains a control character (such as NUL, a tab or a line break) or a lone surrogate; "
+            "user ids may not."
+        )
+    return user_id
 
 
 def user_label(user_id: str) -> str:
     """Encode a user id as a store namespace label; reversible, and unlike any other user's label.
 
     Labels may not contain '.', and the stores read '*' in a namespace prefix as a wildcard, so both are
-    percent-encoded (with '%' itself): a user called '*' never matches another user's namespaces.
+    percent-encoded (with '%' itself): a user called '*' never matches another user's namespaces. Raises
+    `InvalidUserIdError` for a user id that `check_user_id` refuses.
     """
-    return user_id.replace("%", "%25").replace(".", "%2E").replace("*", "%2A")
+    return check_user_id(user_id).replace("%", "%25").replace(".", "%2E").replace("*", "%2A")
 
 
 def user_from_label(label: str) -> str:
