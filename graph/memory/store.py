@@ -21,7 +21,6 @@ MAX_USER_ID_LENGTH = 256
 UNSTORABLE_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
-
 class InvalidUserIdError(ValueError):
     """A user id that memories cannot be filed under: empty, too long, or holding control characters."""
 
