@@ -5,7 +5,8 @@ from langchain_core.messages import HumanMessage
 
 from graph import build_graph
 from graph.app.scripted_model import calls, patch_where, profile, remove_where, replace, route, say, todo
-from graph.app.session import ChatSession, Note, Token, change_notes
+from graph.app.session import ChatSession, Note, Progress, StoppedTurn, ThreadOwnerError, Token, change_notes
+from graph.backends.thread_locks import FileThreadLocks
 from tests.support.helpers import todos
 from tests.support.openai_stub import OpenAIStub, text_reply, tool_calls_reply
 from tests.support.stub_script import Script, update
@@ -52,6 +53,7 @@ def test_a_turn_yields_notes_then_the_reply(agent, model):
     events = list(session.send("I'm Lance and need to book swim lessons."))
 
     assert sorted(e.text for e in events if isinstance(e, Note)) == ["Profile updated (name)", "ToDo added: Book swim lessons"]
+    assert events[0] == Progress("Updating your profile and ToDo list…"), "shown while the memories are updated"
     assert isinstance(events[-1], Token) and events[-1].text == "Hi Lance, I added the swim lessons."
     assert [e for e in events if isinstance(e, Token)] == [events[-1]]
 
@@ -117,6 +119,44 @@ def test_tokens_stream_from_an_openai_compatible_endpoint(monkeypatch, tmp_path)
         monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
         events = list(ChatSession(build_graph(tmp_path), "Lance").send("I need to book a dentist."))
 
-    assert events[0] == Note("ToDo added: Book a dentist")
-    tokens = [e.text for e in events[1:]]
+    assert events[:2] == [Progress("Updating your ToDo list…"), Note("ToDo added: Book a dentist")]
+    tokens = [e.text for e in events[2:]]
     assert len(tokens) > 5 and "".join(tokens) == "I added the dentist appointment to your ToDo list."
+
+
+def test_a_stopped_turn_reports_the_message_and_the_memory_changes_it_saved(agent, model):
+    def endpoint_down(_messages, _tools):
+        raise ConnectionError("endpoint down")
+
+    session = ChatSession(agent, "Lance", "t1")
+    model.add("task_maistro", say("Hello."))
+    list(session.send("Hi."))
+    model.add("task_maistro", route("todo"), endpoint_down)
+    model.add("update_todos", calls(todo("Book a dentist", solutions=["Dr. Lee"])))
+    with pytest.raises(ConnectionError):
+        list(session.send("Book a dentist."))
+
+    assert session.stopped_turn() == StoppedTurn(message_saved=True, notes=["ToDo added: Book a dentist"])
+
+
+def test_another_users_thread_is_refused(agent, model):
+    model.add("task_maistro", say("Hello Ann."))
+    list(ChatSession(agent, "Ann", "ann-1").send("Hi."))
+
+    with pytest.raises(ThreadOwnerError):
+        ChatSession(agent, "Lance", "ann-1")
+    assert ChatSession(agent, "Ann", "ann-1").thread_id == "ann-1"
+    assert ChatSession(agent, "Lance", "new-thread").thread_id == "new-thread"
+
+
+def test_a_thread_open_in_another_session_is_left_for_a_new_one(tmp_path, model):
+    agent = build_graph(tmp_path, chat_model=lambda _settings: model)
+    first = ChatSession(agent, "Lance", "t1", locks=FileThreadLocks(tmp_path))
+    second = ChatSession(agent, "Lance", "t1", locks=FileThreadLocks(tmp_path))
+
+    assert (first.thread_id, first.busy_thread) == ("t1", None)
+    assert second.busy_thread == "t1" and second.thread_id != "t1"
+
+    first.new_thread()
+    third = ChatSession(agent, "Lance", "t1", locks=FileThreadLocks(tmp_path))
+    assert (third.thread_id, third.busy_thread) == ("t1", None), "/new let go of the old thread"

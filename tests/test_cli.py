@@ -142,10 +142,10 @@ def test_forget_asks_then_deletes_that_user_only(stored, data_dir, stub, script)
     maistro("chat", "--user", "Ann", "--thread", "ann-1", input="Hi\n")
 
     declined = maistro("forget", "--user", "Lance", input="n\n")
-    assert declined.exit_code == 1 and "Delete 4 memories and 1 threads of Lance?" in declined.output
+    assert declined.exit_code == 1 and "Delete 4 memories and 1 thread of Lance?" in declined.output
     assert export_memories(build_graph(data_dir).store, "Lance")["todo"]
 
-    assert "deleted 4 memories and 1 threads" in maistro("forget", "--user", "Lance", input="y\n").output
+    assert "deleted 4 memories and 1 thread." in maistro("forget", "--user", "Lance", input="y\n").output
     agent = build_graph(data_dir)
     assert user_items(agent.store, "Lance") == []
     assert agent.get_state({"configurable": {"thread_id": "lance-1"}}).values == {}
@@ -207,8 +207,8 @@ def test_chat_reports_an_endpoint_that_is_down_and_keeps_the_message(monkeypatch
 
     result = maistro("chat", "--user", "Lance", "--thread", "t1", "--retries", "0", input="Remember the milk\n")
 
-    assert result.exit_code == 0
-    assert f"Could not reach the model endpoint at 127.0.0.1:{port}" in result.stdout
+    assert result.exit_code == 1, "a message was left without an answer"
+    assert f"Could not reach the model endpoint at http://127.0.0.1:{port}/v1/chat/completions;" in result.stdout
     thread = build_graph(data_dir).get_state({"configurable": {"thread_id": "t1"}})
     assert [m.content for m in thread.values["messages"]] == ["Remember the milk"]
 
@@ -289,14 +289,18 @@ def test_history_lists_changes_and_undo_reverts_them(tmp_path):
     assert maistro("demo", "--data-dir", demo_dir).exit_code == 0
 
     listed = maistro("history", "--user", "Lance", "--data-dir", demo_dir)
-    entries = json.loads(maistro("history", "--user", "Lance", "--json", "--data-dir", demo_dir).output)
+    by_key = json.loads(maistro("history", "--user", "Lance", "--json", "--data-dir", demo_dir).output)
+    exported = json.loads(maistro("export", "--user", "Lance", "--data-dir", demo_dir).output)
+    entries = list(by_key.values())
 
+    assert by_key == exported["history"], "history --json has the shape of the export's history section"
     assert listed.exit_code == 0 and "Change history of Lance" in listed.output
     assert entries[-1]["kind"] == "todo" and entries[-1]["after"]["status"] == "done"
     assert entries[-1]["id"][:8] in listed.output
 
     undone = maistro("undo", "--user", "Lance", "--data-dir", demo_dir)
-    assert undone.exit_code == 0 and f"Undid change {entries[-1]['id'][:8]}" in undone.output
+    assert undone.exit_code == 0
+    assert undone.output == f'Undid change {entries[-1]["id"][:8]} of Lance: ToDo "{LOCK}" changed back.\n'
     assert lock_status(demo_dir) == "not started"
 
     assert maistro("undo", "--user", "Lance", "--data-dir", demo_dir).exit_code == 0

@@ -5,6 +5,7 @@ Commands import what they use when they run, so `maistro --help` starts in a bli
 """
 
 import json
+import os
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -42,6 +43,45 @@ def _fail(message: str) -> NoReturn:
     raise typer.Exit(1)
 
 
+def _print_version(requested: bool) -> None:
+    if requested:
+        from importlib.metadata import version
+
+        typer.echo(f"maistro (task-maistro) {version('task-maistro')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def options(
+    version: Annotated[
+        bool, typer.Option("--version", help="Print the version and exit.", callback=_print_version, is_eager=True)
+    ] = False,
+) -> None:
+    """Chat with an assistant that remembers your profile, ToDo list and instructions."""
+
+
+def _count(number: int, singular: str, plural: str) -> str:
+    return f"{number} {singular if number == 1 else plural}"
+
+
+@contextmanager
+def _storage_errors(data_dir: Path | None) -> Iterator[None]:
+    """Turn a storage problem the user can fix (read-only or blocked data directory, damaged database) into one
+    sentence and exit code 1; anything else propagates."""
+    try:
+        yield
+    except Exception as error:
+        if not isinstance(error, OSError) and not hasattr(error, "sqlite_errorname"):
+            raise
+        from graph.app.errors import storage_problem
+        from graph.backends.storage import default_data_dir
+
+        problem = storage_problem(error, data_dir or default_data_dir())
+        if problem is None:
+            raise
+        _fail(problem)
+
+
 def _user(user: str | None) -> str:
     from graph.configuration import Configuration
 
@@ -55,7 +95,8 @@ def _graph(data_dir: Path | None, retries: int | None = None) -> Iterator["Compi
     from graph.agent import open_graph
     from graph.backends.model import load_chat_model
 
-    with open_graph(data_dir, chat_model=partial(load_chat_model, max_retries=retries)) as graph:
+    chat_model = partial(load_chat_model, max_retries=retries)
+    with _storage_errors(data_dir), open_graph(data_dir, chat_model=chat_model) as graph:
         yield graph
 
 
@@ -64,7 +105,7 @@ def _store(data_dir: Path | None, *, index: bool = False) -> Iterator["BaseStore
     """The store alone; with the semantic index only for writes (`index`), so that new items get embedded."""
     from graph.backends.storage import open_store
 
-    with open_store(data_dir, embeddings=None if index else "") as store:
+    with _storage_errors(data_dir), open_store(data_dir, embeddings=None if index else "") as store:
         yield store
 
 
@@ -78,12 +119,16 @@ def chat(
     data_dir: DataDirOption = None,
     retries: Annotated[int, typer.Option(help="How often to retry a failed model request.")] = 2,
 ) -> None:
-    """Chat; the reply streams and a note says when a memory changed. Reads one message per line from a pipe."""
+    """Chat; the reply streams and a note says when a memory changed. Reads one message per line from a pipe.
+
+    Exits 1 when a message is left without an answer (the endpoint failed), 130 when Ctrl-C stopped a turn.
+    """
     from rich.console import Console
 
-    from graph.app.session import ChatSession
+    from graph.app.session import ChatSession, ThreadOwnerError
     from graph.app.terminal import line_reader, run_chat, terminal_reader
     from graph.backends.model import NO_MODEL_MESSAGE, ModelNotConfiguredError, ensure_model_configured
+    from graph.backends.thread_locks import open_thread_locks
     from graph.configuration import Configuration
     from graph.memory.admin import last_thread
 
@@ -93,24 +138,48 @@ def chat(
         ensure_model_configured()
     except ModelNotConfiguredError:
         _fail(NO_MODEL_MESSAGE.removesuffix(".") + "; or run `maistro demo` to try task-maistro without a key.")
-    with _graph(data_dir, retries) as graph:
+    interactive = sys.stdin.isatty()
+    console = Console(highlight=False) if interactive else Console(color_system=None, highlight=False, emoji=False)
+    with _graph(data_dir, retries) as graph, open_thread_locks(data_dir) as locks:
         user_id = _user(user)
-        thread_id = thread or last_thread(graph.checkpointer, user_id)
-        session = ChatSession(graph, user_id, thread_id, model)
-        if not sys.stdin.isatty():
-            plain = Console(color_system=None, highlight=False, emoji=False)
-            run_chat(session, plain, line_reader(sys.stdin))
-            return
-        console = Console(highlight=False)
-        state = "continuing thread" if thread_id else "new thread"
-        console.print(
-            f"task-maistro · user {user_id} · model {model or Configuration().model} · {state} {session.thread_id} "
-            "· /help lists the commands",
-            markup=False,
-            style="dim",
-        )
-        run_chat(session, console, terminal_reader(console))
-        console.print(f"Bye. Thread {session.thread_id} is saved: `maistro chat` continues it.", markup=False)
+        try:
+            thread_id = thread or last_thread(graph.checkpointer, user_id)
+            session = ChatSession(graph, user_id, thread_id, model, locks=locks)
+        except ThreadOwnerError:
+            _fail(f"Thread {thread} belongs to another user: pass one of your own threads, or leave out --thread.")
+        if session.busy_thread:
+            typer.echo(
+                f"Thread {session.busy_thread} is open in another chat; starting a new thread {session.thread_id}.",
+                err=not interactive,
+            )
+        if interactive:
+            state = "continuing thread" if graph.checkpointer.get_tuple(session.config) else "new thread"
+            console.print(
+                f"task-maistro · user {user_id} · model {model or Configuration().model} · {state} "
+                f"{session.thread_id} · /help lists the commands",
+                markup=False,
+                style="dim",
+            )
+        try:
+            outcome = run_chat(session, console, terminal_reader(console) if interactive else line_reader(sys.stdin))
+        except KeyboardInterrupt:  # a second Ctrl-C while the first was being reported
+            _leave_now(130)
+        if interactive:
+            console.print(f"Bye. Thread {session.thread_id} is saved: `maistro chat` continues it.", markup=False)
+        if outcome.interrupted:
+            _leave_now(130)
+    if outcome.unanswered:
+        raise typer.Exit(1)
+
+
+def _leave_now(code: int) -> NoReturn:
+    """Exit at once, without waiting for a turn still running in its worker thread (a model request cannot be
+    cancelled from outside). Like a crash, this loses at most the step in flight: with "sync" durability
+    every finished step is on disk, the next message answers tool calls left open, and the operating system
+    releases the thread lock."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _show(kind: str, user: str | None, as_json: bool, data_dir: Path | None) -> None:
@@ -160,7 +229,10 @@ def export(
     if output is None:
         typer.echo(text)
         return
-    output.write_text(text + "\n", encoding="utf-8")
+    try:
+        output.write_text(text + "\n", encoding="utf-8")
+    except OSError as error:
+        _fail(f"Cannot write {output}: {error.strerror}.")
     typer.echo(f"Exported the memories of {user_id} to {output}.")
 
 
@@ -175,9 +247,11 @@ def import_(
 
     user_id = _user(user)
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = json.loads(file.read_text(encoding="utf-8-sig"))
         with _store(data_dir, index=True) as store:
             counts = import_memories(store, user_id, data)
+    except UnicodeDecodeError as error:
+        _fail(f"Cannot import {file}: it is not UTF-8 text (bad byte at offset {error.start}); save it as UTF-8.")
     except (json.JSONDecodeError, InvalidExportError) as error:
         _fail(f"Cannot import {file}: {error}.")
     summary = ", ".join(f"{count} {kind}" for kind, count in counts.items())
@@ -197,20 +271,24 @@ def forget(
     if not user.strip():
         _fail("--user must name the user to forget; it cannot be blank.")
     user_id = user
-    checkpointer, store = open_storage(data_dir)
-    try:
-        memories, threads = len(user_items(store, user_id)), len(user_threads(checkpointer, user_id))
-        if not memories and not threads:
-            typer.echo(f"Nothing is stored for {user_id}.")
-            return
-        if not yes:
-            typer.confirm(
-                f"Delete {memories} memories and {threads} threads of {user_id}? This cannot be undone", abort=True
-            )
-        memories, threads = forget_user(store, checkpointer, user_id)
-    finally:
-        close_storage(checkpointer, store)
-    typer.echo(f"Forgot {user_id}: deleted {memories} memories and {threads} threads.")
+    with _storage_errors(data_dir):
+        checkpointer, store = open_storage(data_dir)
+        try:
+            memories, threads = len(user_items(store, user_id)), len(user_threads(checkpointer, user_id))
+            if not memories and not threads:
+                typer.echo(f"Nothing is stored for {user_id}.")
+                return
+            if not yes:
+                typer.confirm(
+                    f"Delete {_count(memories, 'memory', 'memories')} and {_count(threads, 'thread', 'threads')} "
+                    f"of {user_id}? This cannot be undone",
+                    abort=True,
+                )
+            memories, threads = forget_user(store, checkpointer, user_id)
+        finally:
+            close_storage(checkpointer, store)
+    deleted = f"{_count(memories, 'memory', 'memories')} and {_count(threads, 'thread', 'threads')}"
+    typer.echo(f"Forgot {user_id}: deleted {deleted}.")
 
 
 @app.command()
@@ -224,8 +302,8 @@ def history(user: UserOption = None, as_json: JsonOption = False, data_dir: Data
     user_id = _user(user)
     with _store(data_dir) as store:
         entries = list_history(store, user_id)
-    if as_json:
-        typer.echo(json.dumps(entries, ensure_ascii=False, indent=2))
+    if as_json:  # shaped like the "history" section of `maistro export`: store key (the change id) → entry
+        typer.echo(json.dumps({entry["id"]: entry for entry in entries}, ensure_ascii=False, indent=2))
     else:
         Console().print(history_table(entries, user_id))
 
@@ -239,6 +317,7 @@ def undo(
     data_dir: DataDirOption = None,
 ) -> None:
     """Revert a change to a user's memories (the last one by default); an undo can be undone too."""
+    from graph.app.tables import undo_summary
     from graph.memory.changes import IrreversibleChangeError, UnknownChangeError, list_history, undo_change
 
     user_id = _user(user)
@@ -252,7 +331,7 @@ def undo(
             _fail(f"Nothing to undo for {user_id}: {error}.")
         except IrreversibleChangeError as error:
             _fail(f"Cannot undo for {user_id}: {error}.")
-    typer.echo(f"Undid change {entry['undoes'][:8]} of {user_id}: {entry['kind']} {entry['key']} {entry['action']}.")
+    typer.echo(f"Undid change {entry['undoes'][:8]} of {user_id}: {undo_summary(entry)}.")
 
 
 @app.command()
@@ -269,7 +348,8 @@ def demo(
     console = Console(highlight=False)
     try:
         if data_dir is not None:
-            run_demo(console, data_dir)
+            with _storage_errors(data_dir):
+                run_demo(console, data_dir)
             return
         with tempfile.TemporaryDirectory(prefix="maistro-demo-", ignore_cleanup_errors=True) as directory:
             run_demo(console, Path(directory), temporary=True)

@@ -3,16 +3,21 @@
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
+from itertools import groupby
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langgraph.graph.state import CompiledStateGraph
 
-from graph.memory.changes import MemoryChange
+from graph.backends.thread_locks import ThreadLocks
+from graph.configuration import Configuration
+from graph.memory.changes import MemoryChange, list_history
 from graph.memory.store import INSTRUCTIONS, PROFILE, TODO
-from graph.thread.tool_calls import last_human_message
+from graph.thread.tool_calls import last_human_message, pending_update_calls
 
 CHAT_NODE = "task_maistro"
+UPDATE_LABELS = {"user": "profile", "todo": "ToDo list", "instructions": "instructions"}
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,33 @@ class Note:
     """A one-line note that a memory changed, e.g. "ToDo added: Book swim lessons"."""
 
     text: str
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A sentence the reply carries for the user besides its streamed text, e.g. that their message was cut."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Memories are being updated now (the update calls are not streamed): show that something is happening."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class StoppedTurn:
+    """What a turn stopped half-way had saved: the user's message, the memory changes (as notes), the reply."""
+
+    message_saved: bool
+    notes: list[str]
+    reply_saved: bool = False
+
+
+class ThreadOwnerError(Exception):
+    """The thread asked for belongs to another user."""
 
 
 def _todo_note(change: MemoryChange) -> str:
@@ -74,17 +106,68 @@ def _new_in_turn(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
     return list(messages[last_human + 1 :])
 
 
+def thread_owner(graph: CompiledStateGraph, thread_id: str) -> str | None:
+    """The user a thread was run for, or None when it has no checkpoint yet.
+
+    LangGraph copies the run's `user_id` into checkpoint metadata; an empty one means the default user.
+    """
+    latest = graph.checkpointer.get_tuple({"configurable": {"thread_id": thread_id}})
+    if latest is None:
+        return None
+    return Configuration(user_id=latest.metadata.get("user_id") or "").resolved_user_id
+
+
+def updating_text(calls: Sequence[Mapping[str, Any]]) -> str:
+    """What `UpdateMemory` calls are about to update, e.g. "Updating your profile and ToDo list…"."""
+    kinds = dict.fromkeys(UPDATE_LABELS[call["args"]["update_type"]] for call in calls)
+    return f"Updating your {' and '.join(kinds)}…"
+
+
 class ChatSession:
-    """A user's conversation on one thread of a graph compiled with a checkpointer and a store."""
+    """A user's conversation on one thread of a graph compiled with a checkpointer and a store.
+
+    With `locks`, the session holds its thread's lock until it switches thread (or the locks close), so that no
+    other chat writes the thread meanwhile; a thread another chat holds is left for a new one (`busy_thread`).
+    """
 
     def __init__(
-        self, graph: CompiledStateGraph, user_id: str, thread_id: str | None = None, model: str | None = None
+        self,
+        graph: CompiledStateGraph,
+        user_id: str,
+        thread_id: str | None = None,
+        model: str | None = None,
+        *,
+        locks: ThreadLocks | None = None,
     ) -> None:
-        """Talk to `graph` as `user_id` on `thread_id` (a new thread when None), with an optional model name."""
+        """Talk to `graph` as `user_id` on `thread_id` (a new thread when None), with an optional model name.
+
+        Raises `ThreadOwnerError` when `thread_id` is another user's thread.
+        """
         self.graph = graph
         self.user_id = user_id
-        self.thread_id = thread_id or str(uuid.uuid4())
         self.model = model
+        self.locks = locks
+        self.busy_thread: str | None = None
+        self.thread_id = ""
+        self._turn_started = datetime.now(timezone.utc)
+        self._turn_message_id: str | None = None
+        owner = thread_owner(graph, thread_id) if thread_id else None
+        if owner is not None and owner != Configuration(user_id=user_id).resolved_user_id:
+            raise ThreadOwnerError(f"thread {thread_id} belongs to another user")
+        if thread_id and not self._hold(thread_id):
+            self.busy_thread, thread_id = thread_id, None
+        self._switch(thread_id or str(uuid.uuid4()))
+
+    def _hold(self, thread_id: str) -> bool:
+        return self.locks is None or self.locks.acquire(thread_id)
+
+    def _switch(self, thread_id: str) -> None:
+        """Make `thread_id` the session's thread, holding its lock and releasing the previous thread's."""
+        if not self._hold(thread_id):
+            raise RuntimeError(f"thread {thread_id} is held by another chat")
+        if self.locks is not None and self.thread_id not in ("", thread_id):
+            self.locks.release(self.thread_id)
+        self.thread_id = thread_id
 
     @property
     def config(self) -> dict:
@@ -96,40 +179,40 @@ class ChatSession:
 
     def new_thread(self) -> str:
         """Switch to a fresh thread (memories stay, messages don't) and return its id."""
-        self.thread_id = str(uuid.uuid4())
+        self._switch(str(uuid.uuid4()))
         return self.thread_id
 
-    def send(self, text: str) -> Iterator[Token | Note]:
-        """Run one turn, yielding reply tokens as the model streams them and a Note per memory change.
+    def send(self, text: str) -> Iterator[Token | Note | Notice | Progress]:
+        """Run one turn, yielding reply tokens as the model streams them, a Note per memory change, a Progress
+        while memories are being updated and a Notice for what the reply says besides its streamed text.
 
         When the previous turn failed part-way and `text` is the message it failed on, the turn is resumed
         from where it stopped instead of adding the message twice.
         """
+        self._turn_started = datetime.now(timezone.utc)
         state = self.graph.get_state(self.config)
         messages = state.values.get("messages", [])
         finished = bool(messages) and isinstance(messages[-1], AIMessage) and not messages[-1].tool_calls
         latest_user = last_human_message(messages)
         retry = (bool(state.next) or not finished) and latest_user is not None and latest_user.text == text
-        streamed: set[str] = set()
+        user_message = latest_user if retry else HumanMessage(content=text, id=str(uuid.uuid4()))
+        self._turn_message_id = user_message.id
+        streamed: dict[str, str] = {}
         for mode, payload in self.graph.stream(
-            None if retry else {"messages": [HumanMessage(content=text)]},
+            None if retry else {"messages": [user_message]},
             self.config,
             stream_mode=["messages", "updates"],
         ):
             if mode == "messages":
                 message, metadata = payload
                 if metadata.get("langgraph_node") == CHAT_NODE and isinstance(message, AIMessage) and message.text:
-                    streamed.add(message.id)
+                    streamed[message.id] = streamed.get(message.id, "") + message.text
                     yield Token(message.text, message.id)
                 continue
             for node, update in payload.items():
                 messages = update.get("messages", []) if isinstance(update, dict) else []
                 if node == CHAT_NODE:
-                    yield from (
-                        Token(m.text, m.id)
-                        for m in _new_in_turn(messages)
-                        if isinstance(m, AIMessage) and m.text and m.id not in streamed
-                    )
+                    yield from _chat_events(_new_in_turn(messages), streamed)
                 else:
                     yield from (
                         Note(note)
@@ -137,3 +220,42 @@ class ChatSession:
                         if isinstance(m, ToolMessage)
                         for note in change_notes(m.artifact)
                     )
+
+    def stopped_turn(self) -> StoppedTurn:
+        """What the latest turn, stopped half-way, saved: the user's message, the memory changes, the reply."""
+        messages = self.graph.get_state(self.config).values.get("messages", [])
+        message_saved = any(message.id == self._turn_message_id for message in messages)
+        replied = bool(messages) and isinstance(messages[-1], AIMessage) and not messages[-1].tool_calls
+        started = self._turn_started.isoformat()  # history times are written the same way: UTC isoformat
+        entries = [
+            entry
+            for entry in list_history(self.graph.store, self.user_id)
+            if entry.get("thread_id") == self.thread_id and entry["time"] >= started
+        ]
+        notes = [
+            note
+            for kind, group in groupby(entries, key=lambda entry: entry["kind"])
+            for note in change_notes({"kind": kind, "changes": [_change_fields(entry) for entry in group]})
+        ]
+        return StoppedTurn(message_saved, notes, reply_saved=message_saved and replied)
+
+
+def _change_fields(entry: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: entry[name] for name in ("action", "key", "before", "after")}
+
+
+def _chat_events(
+    new_messages: Sequence[AnyMessage], streamed: Mapping[str, str]
+) -> Iterator[Token | Notice | Progress]:
+    """Events for the chat node's new messages: replies not streamed, what a stored reply adds to its streamed
+    text (the notice that the user's message was cut), and progress when memory updates follow."""
+    for message in new_messages:
+        if not isinstance(message, AIMessage):
+            continue
+        shown = streamed.get(message.id)
+        if message.text and shown is None:
+            yield Token(message.text, message.id)
+        elif shown and message.text != shown and message.text.endswith(shown):
+            yield Notice(message.text.removesuffix(shown).strip())
+    if calls := pending_update_calls(new_messages):
+        yield Progress(updating_text(calls))

@@ -10,9 +10,12 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from graph.memory.store import PROFILE, TODO, read_instructions, read_profile, read_todos
+from graph.memory.store import INSTRUCTIONS, PROFILE, TODO, read_instructions, read_profile, read_todos
 
 STATUS_STYLES = {"done": "green", "in progress": "yellow", "archived": "dim"}
+KIND_NAMES = {TODO: "ToDo", PROFILE: "profile", INSTRUCTIONS: "instructions"}
+# What an undo did to the document, by the action it recorded.
+UNDONE = {"created": "restored", "deleted": "removed", "updated": "changed back"}
 
 
 def _deadline_text(deadline: str | None) -> str:
@@ -80,6 +83,14 @@ def _summary(document: Mapping[str, Any] | None) -> str:
     if not document:
         return "—"
     return str(document.get("task") or document.get("name") or document.get("memory") or document)[:60]
+
+
+def undo_summary(entry: Mapping[str, Any]) -> str:
+    """What an undo did, naming the ToDo by its task: e.g. 'ToDo "Fix the Yale lock" changed back'."""
+    name = KIND_NAMES.get(entry["kind"], entry["kind"])
+    if entry["kind"] == TODO:
+        name = f'{name} "{_summary(entry["after"] or entry["before"])}"'
+    return f"{name} {UNDONE[entry['action']]}"
 
 
 def history_table(entries: Sequence[Mapping[str, Any]], user_id: str) -> RenderableType:

@@ -1,15 +1,23 @@
-"""The terminal chat loop of `maistro chat`: read a line, stream the turn, handle slash commands and endpoint errors."""
+"""The terminal chat loop of `maistro chat`: read a line, stream the turn, handle slash commands and endpoint errors.
+
+A turn runs in a worker thread while the main thread prints its events, so Ctrl-C stops the wait at once even
+when the model is in the middle of a request; see `run_chat`.
+"""
 
 import contextlib
+import queue
 import sys
-from collections.abc import Callable, Iterable
-from typing import TextIO
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TextIO, TypeVar
 
 import openai
 from rich.console import Console
+from rich.status import Status
 from rich.text import Text
 
-from graph.app.session import ChatSession, Note, Token
+from graph.app.session import ChatSession, Note, Notice, Progress, StoppedTurn, Token
 from graph.app.tables import memory_view
 from graph.backends.model import ModelUnavailableError
 from graph.memory.store import INSTRUCTIONS, PROFILE, TODO
@@ -30,26 +38,56 @@ STATUS_HINTS = {
     404: "Check the model name (MAISTRO_MODEL or --model) and OPENAI_BASE_URL. " + RETRY_HINT,
     429: "The endpoint is limiting requests; wait a moment. " + RETRY_HINT,
 }
+T = TypeVar("T")
 
 
-def print_turn(console: Console, events: Iterable[Token | Note]) -> None:
-    """Print a turn as it streams: reply tokens as they come, each memory note on its own line."""
+@dataclass
+class ChatOutcome:
+    """How a chat ended: the messages left without an answer, and whether Ctrl-C stopped a turn half-way.
+
+    After an interrupted turn, the turn's worker thread may still be waiting for the model.
+    """
+
+    unanswered: list[str] = field(default_factory=list)
+    interrupted: bool = False
+
+
+def print_turn(console: Console, events: Iterable[Token | Note | Notice | Progress]) -> None:
+    """Print a turn as it streams: reply tokens as they come, each memory note and notice on its own line, and
+    a spinner while memories are being updated (on a terminal only)."""
     open_reply: str | None = None
+    status: Status | None = None
+
+    def end_reply() -> None:
+        nonlocal open_reply
+        if open_reply is not None:
+            console.print()
+            open_reply = None
+
     try:
         for event in events:
+            if status is not None:
+                status.stop()
+                status = None
             if isinstance(event, Token):
                 if open_reply not in (None, event.message_id):
                     console.print()
                 open_reply = event.message_id
                 console.print(event.text, end="", markup=False, highlight=False, soft_wrap=True)
+                continue
+            end_reply()
+            if isinstance(event, Progress):
+                if console.is_terminal:
+                    status = console.status(Text(event.text, style="dim"))
+                    status.start()
+            elif isinstance(event, Notice):
+                console.print(Text(event.text, style="yellow"), soft_wrap=True)
             else:
-                if open_reply is not None:
-                    console.print()
-                    open_reply = None
                 console.print(Text(f"✎ {event.text}", style="dim"), soft_wrap=True)
     finally:
-        if open_reply is not None:
-            console.print()
+        if status is not None:
+            status.stop()
+        end_reply()
 
 
 def endpoint_problem(error: openai.APIError) -> str:
@@ -60,10 +98,45 @@ def endpoint_problem(error: openai.APIError) -> str:
         shown = f" ({detail})" if detail else ""
         hint = STATUS_HINTS.get(error.status_code, RETRY_HINT)
         return f"The model endpoint answered HTTP {error.status_code}{shown}. {hint}"
-    return (
-        f"Could not reach the model endpoint at {error.request.url.host}:{error.request.url.port}; "
-        f"check that it is running and OPENAI_BASE_URL. {RETRY_HINT}"
-    )
+    url = error.request.url.copy_with(query=None)
+    if isinstance(error, openai.APITimeoutError):
+        return f"The model endpoint at {url} did not answer in time (MAISTRO_MODEL_TIMEOUT). {RETRY_HINT}"
+    return f"Could not reach the model endpoint at {url}; check that it is running and OPENAI_BASE_URL. {RETRY_HINT}"
+
+
+def stopped_text(stopped: StoppedTurn) -> str:
+    """What a turn stopped with Ctrl-C left saved, and how to finish it."""
+    if not stopped.message_saved:
+        return "Stopped before your message was saved: this turn left nothing in the thread."
+    saved = "; ".join(["your message", *stopped.notes, *(["the reply"] if stopped.reply_saved else [])])
+    if stopped.reply_saved:
+        return f"Stopped. Saved: {saved}."
+    return f"Stopped. Saved: {saved}. Not saved: the reply; send the message again to finish the turn."
+
+
+def in_background(events: Iterator[T]) -> Iterator[T]:
+    """Run `events` in a daemon worker thread and yield them here, so that the main thread only waits on a queue
+    (where Ctrl-C interrupts it at once) while the worker waits for the model. Errors are raised here."""
+    handoff: queue.SimpleQueue[tuple[bool, T | BaseException | None]] = queue.SimpleQueue()
+
+    def pump() -> None:
+        try:
+            for event in events:
+                handoff.put((True, event))
+        except BaseException as error:  # handed to the main thread, which raises it
+            handoff.put((False, error))
+        else:
+            handoff.put((False, None))
+
+    threading.Thread(target=pump, name="maistro-turn", daemon=True).start()
+    while True:
+        more, item = handoff.get()
+        if more:
+            yield item
+        elif item is None:
+            return
+        else:
+            raise item
 
 
 def terminal_reader(console: Console) -> Callable[[], str]:
@@ -109,24 +182,40 @@ def _run_command(command: str, session: ChatSession, console: Console) -> bool:
     return True
 
 
-def run_chat(session: ChatSession, console: Console, read_line: Callable[[], str]) -> None:
-    """Chat until /quit, end of input or Ctrl-C; endpoint errors are reported and the loop goes on."""
+def run_chat(session: ChatSession, console: Console, read_line: Callable[[], str]) -> ChatOutcome:
+    """Chat until /quit, end of input or Ctrl-C; endpoint errors are reported and the loop goes on.
+
+    Ctrl-C during a turn stops waiting for it at once and says what the turn saved; the outcome is then
+    `interrupted`, and the turn's worker thread may still be running (the caller should exit the process).
+    """
+    outcome = ChatOutcome()
+    in_turn = False
     try:
         while True:
             try:
                 text = read_line().strip()
             except EOFError:
-                return
+                return outcome
             if not text:
                 continue
             if text.startswith("/"):
                 if not _run_command(text.split()[0].lower(), session, console):
-                    return
+                    return outcome
                 continue
+            in_turn = True
             try:
-                print_turn(console, session.send(text))
+                print_turn(console, in_background(session.send(text)))
             except (ModelUnavailableError, openai.APIConnectionError, openai.APIStatusError) as error:
                 cause = error.__cause__ if isinstance(error, ModelUnavailableError) else error
                 console.print(Text(endpoint_problem(cause), style="red"), soft_wrap=True)
+                outcome.unanswered.append(text)
+            else:
+                outcome.unanswered = [message for message in outcome.unanswered if message != text]
+            in_turn = False
     except KeyboardInterrupt:
-        console.print()
+        if console.is_terminal or not in_turn:
+            console.print()  # past the "^C" the terminal echoed
+        if in_turn:
+            outcome.interrupted = True
+            console.print(Text(stopped_text(session.stopped_turn()), style="yellow"), soft_wrap=True)
+    return outcome

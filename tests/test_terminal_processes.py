@@ -1,0 +1,242 @@
+"""`maistro` as real processes: Ctrl-C during a turn, two chats on one thread, and storage problems at the terminal."""
+
+import hashlib
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from graph import build_graph, close_storage, open_storage
+from graph.memory.admin import user_threads
+from tests.support.helpers import fill, remember
+from tests.support.openai_stub import text_reply, tool_calls_reply
+from tests.support.stub_script import update
+
+ROOT = Path(__file__).resolve().parents[1]
+STOPPED_BEFORE_REPLY = "Not saved: the reply; send the message again to finish the turn."
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    return Path(os.environ["MAISTRO_DATA_DIR"])
+
+
+class Gate:
+    """A stub reply held back until the test opens the gate; `arrived` tells that the request came in."""
+
+    def __init__(self, reply: dict) -> None:
+        self.reply = reply
+        self.arrived = threading.Event()
+        self.opened = threading.Event()
+
+    def __call__(self, request: dict) -> dict:
+        """Wait for the gate to open (at most a minute), then reply."""
+        self.arrived.set()
+        self.opened.wait(60)
+        return self.reply
+
+
+def start_chat(*args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "graph.app.cli", "chat", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+
+
+def run_maistro(*args: str, input: str = "", unprivileged: bool = False) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "graph.app.cli", *args]
+    if unprivileged and os.geteuid() == 0:  # file permissions bind root only without its capabilities
+        command = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--", *command]
+    return subprocess.run(command, input=input, capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+def thread_texts(agent, thread_id: str) -> list[str]:
+    state = agent.get_state({"configurable": {"thread_id": thread_id}})
+    return [message.text for message in state.values["messages"]]
+
+
+@pytest.mark.parametrize(
+    "waiting_for, saved, types_after",
+    [
+        (
+            "reply",
+            "Saved: your message; ToDo added: Book swim lessons. " + STOPPED_BEFORE_REPLY,
+            ["human", "ai", "tool", "human", "ai"],
+        ),
+        ("memory update", "Saved: your message. " + STOPPED_BEFORE_REPLY, ["human", "ai", "tool", "human", "ai"]),
+    ],
+)
+def test_ctrl_c_during_a_turn_stops_within_a_second_and_the_next_chat_continues_the_thread(
+    stub, script, data_dir, waiting_for, saved, types_after
+):
+    swim = tool_calls_reply(("ToDo", {"task": "Book swim lessons", "solutions": ["SF swim schools"]}))
+    gate = Gate(text_reply("Added.") if waiting_for == "reply" else swim)
+    script.add("chat", update("todo"), *([gate] if waiting_for == "reply" else []))
+    script.add("todo", swim if waiting_for == "reply" else gate)
+    chat = start_chat("--user", "Lance", "--thread", "t1")
+    try:
+        chat.stdin.write("Book swim lessons\n")
+        chat.stdin.flush()
+        assert gate.arrived.wait(60), f"the {waiting_for} request never came"
+        time.sleep(0.2)  # the model is now "thinking"
+        interrupted = time.monotonic()
+        chat.send_signal(signal.SIGINT)
+        out, err = chat.communicate(timeout=30)
+        took = time.monotonic() - interrupted
+    finally:
+        gate.opened.set()
+        chat.kill()
+
+    assert took < 1.0, f"Ctrl-C took {took:.2f} s"
+    assert chat.returncode == 130 and "Traceback" not in err, err
+    assert f"Stopped. {saved}" in out.splitlines()
+
+    script.add("chat", text_reply("Your list is up to date."))
+    after = run_maistro("chat", "--user", "Lance", input="What is on my list?\n")
+
+    assert after.returncode == 0 and after.stdout == "Your list is up to date.\n", after.stderr
+    assert stub.rejections == [], "no HTTP 400: the thread stayed valid"
+    state = build_graph(data_dir).get_state({"configurable": {"thread_id": "t1"}})
+    assert [m.type for m in state.values["messages"]] == types_after
+    assert state.values["messages"][-2].text == "What is on my list?"
+
+
+def test_two_chats_on_one_thread_never_lose_a_message(stub, script, data_dir):
+    def echo(request: dict) -> dict:
+        time.sleep(0.2)
+        return text_reply(f"re: {request['messages'][-1]['content']}")
+
+    def say(chat: subprocess.Popen, text: str) -> None:
+        chat.stdin.write(f"{text}\n")
+        chat.stdin.flush()
+
+    script.add("chat", *[echo] * 8)
+    first = start_chat("--user", "Lance")
+    second = None
+    try:
+        say(first, "A0")
+        assert first.stdout.readline() == "re: A0\n"
+        second = start_chat("--user", "Lance")  # would continue the first chat's thread: its last one
+        say(second, "B1")
+        assert second.stdout.readline() == "re: B1\n"
+        for number in range(1, 4):  # both chats are open: their turns overlap
+            say(first, f"A{number}")
+            say(second, f"B{number + 1}")
+        first_out, first_err = first.communicate(timeout=120)
+        second_out, second_err = second.communicate(timeout=120)
+    finally:
+        for chat in (first, second):
+            if chat is not None:
+                chat.kill()
+
+    assert first.returncode == 0 and second.returncode == 0, first_err + second_err
+    agent = build_graph(data_dir)
+    threads = {thread: thread_texts(agent, thread) for thread in user_threads(agent.checkpointer, "Lance")}
+    transcripts = {
+        name: [text for n in numbers for text in (f"{name}{n}", f"re: {name}{n}")]
+        for name, numbers in (("A", range(4)), ("B", range(1, 5)))
+    }
+    assert sorted(text for texts in threads.values() for text in texts) == sorted(sum(transcripts.values(), []))
+    notice = re.fullmatch(r"Thread (\S+) is open in another chat; starting a new thread (\S+)\.\n", second_err)
+    assert notice, second_err
+    assert threads == {notice[1]: transcripts["A"], notice[2]: transcripts["B"]}
+    assert first_err == "" and first_out == "re: A1\nre: A2\nre: A3\n" and second_out == "re: B2\nre: B3\nre: B4\n"
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def database(tmp_path) -> Path:
+    """A data directory as chats leave it: the threads' tables, and Lance's memories with 200 more ToDos."""
+    directory = tmp_path / "data"
+    checkpointer, store = open_storage(directory)
+    remember(store, "Lance")
+    fill(store, "Lance", 200)
+    close_storage(checkpointer, store)
+    return directory
+
+
+def damage(path: Path) -> None:
+    """Overwrite most pages after the schema's with garbage: the file opens, reading the memories fails."""
+    data = bytearray(path.read_bytes())
+    garbage = random.Random(0)
+    for offset in range(3 * 4096, len(data) - 4096, 4096):
+        data[offset : offset + 2000] = garbage.randbytes(2000)
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("command", ["todos", "export", "chat"])
+def test_a_read_only_data_directory_is_one_sentence(database, stub, command):
+    files = sorted(database.iterdir())
+    for path in files:
+        path.chmod(0o444)
+    database.chmod(0o555)
+    try:
+        result = run_maistro(command, "--user", "Lance", "--data-dir", str(database), input="Hi\n", unprivileged=True)
+    finally:
+        database.chmod(0o755)
+
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.startswith(f"Cannot write to the data directory {database} (")
+    assert result.stderr.endswith("or choose another with --data-dir or MAISTRO_DATA_DIR.\n")
+    assert sorted(database.iterdir()) == files and stub.requests == []
+
+
+@pytest.mark.parametrize("below", ["", "sub"])
+def test_a_data_directory_under_a_file_is_one_sentence(tmp_path, below):
+    blocking = tmp_path / "notes.txt"
+    blocking.write_text("not a directory")
+
+    result = run_maistro("todos", "--data-dir", str(blocking / below))
+
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr == (
+        f"The data directory {blocking / below} cannot be used: {blocking} is a file, not a directory; "
+        "choose another with --data-dir or MAISTRO_DATA_DIR.\n"
+    )
+    assert blocking.read_text() == "not a directory"
+
+
+@pytest.mark.parametrize(
+    "how, command",
+    [
+        ("not a database", "todos"),
+        ("not a database", "chat"),
+        ("half damaged", "todos"),
+        ("half damaged", "export"),
+        ("half damaged", "history"),
+        ("half damaged", "chat"),
+        ("half damaged", "forget"),
+    ],
+)
+def test_a_damaged_database_is_one_sentence_and_stays_as_it_was(database, stub, how, command):
+    path = database / "maistro.sqlite"
+    if how == "not a database":
+        path.write_bytes(random.Random(1).randbytes(64 * 1024))
+    else:
+        damage(path)
+    before = digest(path)
+
+    result = run_maistro(command, "--user", "Lance", "--data-dir", str(database), input="Hi\n")
+
+    assert result.returncode == 1 and result.stdout == "" and "Traceback" not in result.stderr
+    assert re.fullmatch(
+        rf"The database {re.escape(str(path))} is damaged \((file is not a database|database disk image is "
+        r"malformed)\): move it \(with its -wal and -shm files\) aside to start fresh, or copy a backup of it into "
+        r"another directory and run `maistro export --data-dir DIR` there to get your memories back\.\n",
+        result.stderr,
+    ), result.stderr
+    assert digest(path) == before and stub.requests == []
