@@ -1,87 +1,60 @@
-"""Benchmark the agent with a scripted model: `python -m bench.run [--latency 0] [--json out.json]`.
+"""Benchmark the agent end to end: `python -m bench.run [--postgres auto|URL|off] [--json FILE] [--growth-turns N]`.
 
-Per scenario it reports model calls per turn (total, and sequential = the longest chain of calls that had
-to wait for one another, from the order of requests and answers: see `sequential_calls`), prompt tokens
-per turn (messages plus tool schemas, CJK-aware estimate), and non-LLM overhead per turn (wall time minus
-the scripted latency on the sequential path), p50 and p95, over the last 10 turns. The model answers
-instantly by default, so the overhead is the agent's own work. The cold-start table (see
-bench.cold_start) comes first.
+Every turn goes through the real graph, trustcall, the real stores (SQLite, and PostgreSQL unless told
+otherwise: `auto` starts a throwaway server) and the real `ChatOpenAI` client, over HTTP, to a local
+OpenAI-compatible endpoint that answers at once (`bench.chore_endpoint`). So the times are the agent's own
+cost per turn (graph, prompts, the OpenAI SDK's request handling, storage, and the in-process endpoint's
+HTTP handling) with a model of zero latency; a real model's latency comes on top. Scenarios:
+
+- two memories in one message: model calls per turn and sequential calls (the longest chain of calls that
+  had to wait for one another, from the order of requests and answers);
+- an empty user and a user with 10,000 ToDos playing the same turns (add a chore, then finish it by name):
+  median wall time per turn, and the ratio of the two measured in the same run;
+- growth: one thread adding one new ToDo per turn for 1,000 turns (figures at turn 300 and 1,000): wall
+  time early and late, the largest prompt and the longest chat prompt, the data directory's size, and the
+  time to find the user's last thread at turn 10 and at the end;
+- PostgreSQL: statements the client sends and transactions the server counts per ordinary turn.
+
+The cold-start table (`bench.cold_start`) comes first.
 """
 
 import argparse
 import gc
 import itertools
 import json
+import os
 import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import psycopg
 from langchain_core.messages import HumanMessage
 from langgraph.store.base import PutOp
 
+from bench.chore_endpoint import ADD, MOVED, ChoreEndpoint, sequential_requests
 from bench.cold_start import print_cold_start
-from graph import build_graph
-from graph.app.scripted_model import (
-    ScriptedChatModel,
-    calls,
-    existing_ids,
-    patch,
-    profile,
-    route,
-    say,
-    sequential_calls,
-    todo,
-)
+from bench.postgres_counts import counting_statements, server_transactions
+from graph import build_graph, close_graph
+from graph.memory.admin import last_thread
 from graph.memory.store import TODO, namespace
 from tests.support import postgres_server
 
 CHORES = ["Water the plants", "Pay the electricity bill", "Renew passport", "Call grandma", "Clean gutters"]
+LARGE_LIST = 10_000
+SCALE_TURNS = 20
+GROWTH_REPORT = 300
+MEASURED = 20
 
 
-@dataclass
-class Figures:
-    """One scenario's measurements, averaged over its measured turns."""
-
-    scenario: str
-    backend: str
-    todos: int
-    turns: int
-    calls_per_turn: float
-    sequential_calls_per_turn: float
-    prompt_tokens_per_turn: float
-    overhead_p50_ms: float
-    overhead_p95_ms: float
-
-
-def _chat(messages, tools):
-    if messages[0].text.startswith("You keep a running summary"):
-        return say("The user has been marking chores done one by one.")
-    return route("todo") if messages[-1].type == "human" and tools else say("Done, marked it.")
-
-
-def _mark_named_chore_done(messages, tools):
-    request = next(m.text for m in reversed(messages) if m.type == "human")
-    needle = request.split("(", 1)[1].split(")", 1)[0]
-    found = [doc_id for doc_id, doc in existing_ids(messages).items() if f"({needle})" in doc]
-    return calls(*(patch(doc_id, {"op": "replace", "path": "/status", "value": "done"}) for doc_id in found))
-
-
-def chore_keeper(latency: float) -> ScriptedChatModel:
-    """A model that marks the chore the user names as done, and summarises when asked."""
-    return ScriptedChatModel(latency=latency, standing={"task_maistro": _chat, "update_todos": _mark_named_chore_done})
-
-
-def fill(agent, user_id: str, count: int) -> None:
-    """Give the user `count` open chores."""
+def seed(agent, user_id: str, count: int) -> None:
+    """Give the user `count` open chores, in one batch."""
     agent.store.batch(
         [
-            PutOp(namespace(TODO, user_id), f"chore-{n:05d}", {
-                "task": f"{CHORES[n % len(CHORES)]} (chore {n})", "time_to_complete": 15, "deadline": None,
+            PutOp(namespace(TODO, user_id), f"seed-{n:05d}", {
+                "task": f"{CHORES[n % len(CHORES)]} (seeded {n})", "time_to_complete": 15, "deadline": None,
                 "solutions": ["Saturday morning"], "status": "not started",
             })
             for n in range(count)
@@ -89,93 +62,178 @@ def fill(agent, user_id: str, count: int) -> None:
     )
 
 
-def play(agent, model: ScriptedChatModel, user_id: str, messages: list[str], latency: float) -> list[dict]:
-    """Send each message as a turn; return per-turn calls, sequential calls, prompt tokens and overhead."""
+def scale_messages(turns: int) -> list[str]:
+    """Turns that add a chore and then finish it by name, alternately."""
+    return [
+        f"{ADD}{CHORES[n % len(CHORES)]} (chore {n // 2})" if n % 2 == 0 else f"I finished chore ({n // 2}) just now."
+        for n in range(turns)
+    ]
+
+
+def play(agent, endpoint: ChoreEndpoint, user_id: str, messages: list[str], thread_id: str | None = None) -> list[dict]:
+    """Send each message as one turn; per turn: wall seconds, model calls, sequential calls, prompt sizes."""
     gc.collect()
-    results = []
+    config = {"configurable": {"thread_id": thread_id or user_id, "user_id": user_id}}
+    turns = []
     for text in messages:
-        first = len(model.calls)
+        first = len(endpoint.requests)
         started = time.perf_counter()
-        agent.invoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": user_id, "user_id": user_id}})
+        agent.invoke({"messages": [HumanMessage(text)]}, config)
         wall = time.perf_counter() - started
-        turn_calls = model.calls[first:]
-        sequential = sequential_calls(turn_calls)
-        results.append({
-            "calls": len(turn_calls),
-            "sequential": sequential,
-            "tokens": sum(call.prompt_tokens for call in turn_calls),
-            "overhead": wall - sequential * latency,
+        requests = endpoint.requests[first:]
+        turns.append({
+            "wall": wall,
+            "calls": len(requests),
+            "sequential": sequential_requests(requests),
+            "prompt_tokens": max((r.prompt_tokens for r in requests), default=0),
+            "chat_messages": max((r.messages for r in requests if r.kind == "chat"), default=0),
         })
-    return results
+    return turns
 
 
-def summarise(name: str, backend: str, todos: int, turns: list[dict], measured: int) -> Figures:
-    """Average the last `measured` turns into one row."""
-    tail = turns[-measured:]
-    overheads = sorted(t["overhead"] * 1000 for t in tail)
-    return Figures(
-        scenario=name, backend=backend, todos=todos, turns=len(turns),
-        calls_per_turn=statistics.mean(t["calls"] for t in tail),
-        sequential_calls_per_turn=statistics.mean(t["sequential"] for t in tail),
-        prompt_tokens_per_turn=statistics.mean(t["tokens"] for t in tail),
-        overhead_p50_ms=statistics.median(overheads),
-        overhead_p95_ms=overheads[min(len(overheads) - 1, round(0.95 * (len(overheads) - 1)))],
-    )
+def median_ms(turns: list[dict]) -> float:
+    """Median wall time of the turns, in milliseconds."""
+    return 1000 * statistics.median(t["wall"] for t in turns)
 
 
-def two_memory_turn(make_agent: Callable, backend: str, latency: float) -> Figures:
-    """"I moved to Oakland and need to book a dentist": profile and ToDo updated in one turn."""
-    model = ScriptedChatModel(latency=latency)
-    agent = make_agent(model)
-    for _ in range(10):
-        model.add("task_maistro", route("user", "todo"), say("Noted, and I added the dentist."))
-        model.add("update_profile", calls(profile(location="Oakland")))
-        model.add("update_todos", calls(todo("Book a dentist", solutions=["Oakland Dental"])))
-    turns = play(agent, model, "mover", ["I moved to Oakland and need to book a dentist."] * 10, latency)
-    return summarise("two memories in one message", backend, 1, turns, 10)
+def directory_bytes(directory: Path) -> int:
+    """Bytes of the files in a directory (the database, its write-ahead log and shared memory)."""
+    return sum(path.stat().st_size for path in directory.iterdir() if path.is_file())
 
 
-def growth(make_agent: Callable, backend: str, latency: float, todos: int, turns: int) -> Figures:
-    """`turns` turns that each mark a named chore done, on a list of `todos` chores."""
-    model = chore_keeper(latency)
-    agent = make_agent(model)
-    fill(agent, "grower", todos)
-    messages = [f"I finished chore ({n % todos}) just now." for n in range(turns)]
-    results = play(agent, model, "grower", messages, latency)
-    return summarise(f"{todos} ToDos, {turns} turns", backend, todos, results, max(10, turns // 2))
+def last_thread_ms(agent, user_id: str) -> float:
+    """Median milliseconds (of 5) to find the user's last thread, as `maistro chat` does."""
+    samples = []
+    for _ in range(5):
+        started = time.perf_counter()
+        last_thread(agent.checkpointer, user_id)
+        samples.append(1000 * (time.perf_counter() - started))
+    return statistics.median(samples)
 
 
-SERIES = ((10, 20), (100, 20), (500, 20), (10, 100), (300, 300))
+def two_memories(open_agent: Callable, endpoint: ChoreEndpoint) -> dict:
+    """"I moved to Oakland; add chore: ...": profile and ToDo updated in one turn, 10 turns."""
+    agent = open_agent()
+    try:
+        turns = play(agent, endpoint, "mover", [f"{MOVED}Oakland; {ADD}Book a dentist (chore {n})" for n in range(10)])
+    finally:
+        close_graph(agent)
+    return {
+        "calls_per_turn": statistics.mean(t["calls"] for t in turns),
+        "sequential_per_turn": statistics.mean(t["sequential"] for t in turns),
+        "wall_p50_ms": median_ms(turns),
+    }
+
+
+def empty_vs_large(open_agent: Callable, endpoint: ChoreEndpoint) -> dict:
+    """The same turns for an empty user and for a user with 10,000 ToDos, in one store."""
+    agent = open_agent()
+    try:
+        seed(agent, "large", LARGE_LIST)
+        messages = scale_messages(SCALE_TURNS)
+        empty = play(agent, endpoint, "empty", messages)
+        large = play(agent, endpoint, "large", messages)
+    finally:
+        close_graph(agent)
+    return {
+        "empty_p50_ms": median_ms(empty),
+        "large_p50_ms": median_ms(large),
+        "ratio": median_ms(large) / median_ms(empty),
+        "large_prompt_tokens": max(t["prompt_tokens"] for t in large),
+    }
+
+
+def growth(data_dir: Path, endpoint: ChoreEndpoint, turns: int) -> dict:
+    """One thread adding one new ToDo per turn; figures at turn GROWTH_REPORT and at the end."""
+    agent = build_graph(data_dir)
+    figures: dict = {}
+    played: list[dict] = []
+    try:
+        for start, stop in ((0, 10), (10, min(GROWTH_REPORT, turns)), (min(GROWTH_REPORT, turns), turns)):
+            played += play(agent, endpoint, "grower", [f"{ADD}Chore number {n} (chore {n})" for n in range(start, stop)])
+            figures[f"turn_{stop}"] = {
+                "early_p50_ms": median_ms(played[:MEASURED]),
+                "late_p50_ms": median_ms(played[-MEASURED:]),
+                "peak_prompt_tokens": max(t["prompt_tokens"] for t in played),
+                "most_chat_messages": max(t["chat_messages"] for t in played),
+                "data_dir_mb": directory_bytes(data_dir) / 1e6,
+                "last_thread_ms": last_thread_ms(agent, "grower"),
+            }
+    finally:
+        close_graph(agent)
+    return figures
+
+
+def postgres_statements(admin_url: str, endpoint: ChoreEndpoint, turns: int = 10) -> dict:
+    """Statements and server transactions per ordinary turn (add a chore) on PostgreSQL, after 5 warm-up turns."""
+    database = _create_database(admin_url, "maistro_bench_statements")
+    url = _database_url(admin_url, database)
+    messages = [f"{ADD}Chore number {n} (chore {n})" for n in range(5 + turns)]
+    agent = build_graph(database_url=url)
+    play(agent, endpoint, "counted", messages[:5])
+    close_graph(agent)
+    before = server_transactions(admin_url, database)
+    agent = build_graph(database_url=url)
+    with counting_statements() as count:
+        play(agent, endpoint, "counted", messages[5:])
+    close_graph(agent)
+    after_turns = server_transactions(admin_url, database)
+    close_graph(build_graph(database_url=url))
+    open_and_close = server_transactions(admin_url, database) - after_turns
+    return {
+        "statements_per_turn": count[0] / turns,
+        "transactions_per_turn": (after_turns - before - open_and_close) / turns,
+    }
 
 
 def main() -> None:
-    """Run the scenarios and print a table (and JSON with --json)."""
+    """Run the scenarios, print the tables (and JSON with --json)."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--latency", type=float, default=0.0, help="scripted seconds per model call")
     parser.add_argument("--postgres", default="auto", help="'auto' (start one), a postgresql:// URL, or 'off'")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
+    parser.add_argument("--growth-turns", type=int, default=1000, help="turns of the growth run (default 1000)")
     args = parser.parse_args()
 
     print_cold_start()
     print()
     workdir = Path(tempfile.mkdtemp(prefix="maistro-bench-"))
-    rows: list[Figures] = []
-    with _postgres(args.postgres, workdir) as postgres_url:
-        backends = {"sqlite": lambda: {"data_dir": tempfile.mkdtemp(dir=workdir)}}
-        if postgres_url:
-            backends["postgres"] = _fresh_databases(postgres_url)
-        for backend, storage in backends.items():
-            def make_agent(model, storage=storage):
-                return build_graph(**storage(), chat_model=lambda _settings: model)
-
-            rows.append(two_memory_turn(make_agent, backend, args.latency))
-            for todos, turns in SERIES if backend == "sqlite" else ((500, 20),):
-                rows.append(growth(make_agent, backend, args.latency, todos, turns))
-
-    _print(rows)
-    _print_targets(rows)
+    endpoint = ChoreEndpoint()
+    results: dict = {}
+    started = time.perf_counter()
+    with endpoint.start() as server, _model_at(server.base_url), _postgres(args.postgres, workdir) as admin_url:
+        backends: dict[str, Callable] = {"sqlite": lambda: build_graph(tempfile.mkdtemp(dir=workdir))}
+        if admin_url:
+            names = itertools.count()
+            backends["postgres"] = lambda: build_graph(
+                database_url=_database_url(admin_url, _create_database(admin_url, f"maistro_bench_{next(names)}"))
+            )
+        for backend, open_agent in backends.items():
+            results[backend] = {
+                "two_memories": two_memories(open_agent, endpoint),
+                "empty_vs_large": empty_vs_large(open_agent, endpoint),
+            }
+        results["sqlite"]["growth"] = growth(workdir / "growth", endpoint, args.growth_turns)
+        if admin_url:
+            results["postgres"]["statements"] = postgres_statements(admin_url, endpoint)
+    results["bench_seconds"] = time.perf_counter() - started
+    _print(results)
     if args.json:
-        args.json.write_text(json.dumps([asdict(row) for row in rows], indent=2))
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+
+
+@contextmanager
+def _model_at(base_url: str) -> Iterator[None]:
+    names = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "MAISTRO_MODEL")
+    saved = {name: os.environ.get(name) for name in names}
+    os.environ.update({"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "bench", "MAISTRO_MODEL": "gpt-bench"})
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @contextmanager
@@ -193,47 +251,50 @@ def _postgres(setting: str, workdir: Path) -> Iterator[str | None]:
         postgres_server.stop(directory)
 
 
-def _fresh_databases(url: str) -> Callable[[], dict]:
-    numbers = itertools.count()
-
-    def fresh() -> dict:
-        name = f"maistro_bench_{next(numbers)}"
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-        return {"database_url": url.rsplit("/", 1)[0] + f"/{name}"}
-
-    return fresh
+def _create_database(admin_url: str, name: str) -> str:
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return name
 
 
-def _print(rows: list[Figures]) -> None:
-    header = "| scenario | backend | calls/turn | sequential | prompt tokens/turn | overhead p50 ms | overhead p95 ms |"
-    print(header)
-    print("|" + "---|" * (header.count("|") - 1))
-    for row in rows:
-        print(
-            f"| {row.scenario} | {row.backend} | {row.calls_per_turn:.1f} | {row.sequential_calls_per_turn:.1f} "
-            f"| {row.prompt_tokens_per_turn:,.0f} | {row.overhead_p50_ms:.1f} | {row.overhead_p95_ms:.1f} |"
-        )
+def _database_url(admin_url: str, database: str) -> str:
+    return admin_url.rsplit("/", 1)[0] + f"/{database}"
 
 
-def _print_targets(rows: list[Figures]) -> None:
-    def row(scenario: str, backend: str = "sqlite") -> Figures:
-        return next(r for r in rows if r.scenario == scenario and r.backend == backend)
-
-    two, small, large, busy = (
-        row("two memories in one message"), row("10 ToDos, 20 turns"), row("300 ToDos, 300 turns"), row("500 ToDos, 20 turns")
-    )
-    checks = [
-        (f"two-memory turn: {two.sequential_calls_per_turn:.1f} sequential model calls (target <= 3)",
-         two.sequential_calls_per_turn <= 3),
-        (f"prompt tokens at 300 ToDos/300 turns: {large.prompt_tokens_per_turn / small.prompt_tokens_per_turn:.2f}x "
-         "the figure at 10 ToDos/20 turns (target <= 2x)", large.prompt_tokens_per_turn <= 2 * small.prompt_tokens_per_turn),
-        (f"non-LLM overhead p95 at 500 ToDos on SQLite: {busy.overhead_p95_ms:.1f} ms (target <= 50 ms)",
-         busy.overhead_p95_ms <= 50),
-    ]
+def _print(results: dict) -> None:
+    backends = [b for b in ("sqlite", "postgres") if b in results]
+    print("| scenario | backend | calls/turn | sequential | wall p50 ms |")
+    print("|---|---|---|---|---|")
+    for backend in backends:
+        two = results[backend]["two_memories"]
+        print(f"| two memories in one message | {backend} | {two['calls_per_turn']:.1f} | "
+              f"{two['sequential_per_turn']:.1f} | {two['wall_p50_ms']:.0f} |")
     print()
-    for text, met in checks:
-        print(f"{'met' if met else 'MISSED'}: {text}")
+    print(f"| same {SCALE_TURNS} turns (add a chore, finish it by name) | backend | empty user p50 ms "
+          f"| {LARGE_LIST:,} ToDos p50 ms | ratio | largest prompt (tokens) |")
+    print("|---|---|---|---|---|---|")
+    for backend in backends:
+        scale = results[backend]["empty_vs_large"]
+        print(f"| empty vs {LARGE_LIST:,} ToDos | {backend} | {scale['empty_p50_ms']:.0f} | {scale['large_p50_ms']:.0f} "
+              f"| {scale['ratio']:.2f}x | {scale['large_prompt_tokens']:,} |")
+    print()
+    growth_figures = results["sqlite"]["growth"]
+    print("| growth, one new ToDo per turn (SQLite) | first 20 turns p50 ms | last 20 turns p50 ms | ratio "
+          "| peak prompt (tokens) | most messages in a chat prompt | data dir MB | find last thread ms |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, row in growth_figures.items():
+        print(f"| after {name.removeprefix('turn_')} turns | {row['early_p50_ms']:.0f} | {row['late_p50_ms']:.0f} "
+              f"| {row['late_p50_ms'] / row['early_p50_ms']:.2f}x | {row['peak_prompt_tokens']:,} "
+              f"| {row['most_chat_messages']} | {row['data_dir_mb']:.2f} | {row['last_thread_ms']:.2f} |")
+    if "statements" in results.get("postgres", {}):
+        counts = results["postgres"]["statements"]
+        print()
+        print("| PostgreSQL, ordinary turn (add a chore) | statements sent | server transactions |")
+        print("|---|---|---|")
+        print(f"| per turn | {counts['statements_per_turn']:.1f} | {counts['transactions_per_turn']:.1f} |")
+    print()
+    print(f"Whole benchmark (without the cold-start table): {results['bench_seconds']:.0f} s")
 
 
 if __name__ == "__main__":

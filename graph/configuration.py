@@ -54,6 +54,13 @@ class Configuration:
         default=8,
         metadata={"description": "How many recent messages stay verbatim when the thread is summarised.", "bounds": (2, 40)},
     )
+    summary_trigger_messages: int = field(
+        default=24,
+        metadata={
+            "description": "Messages of past turns a chat prompt may carry before older ones fold into a summary.",
+            "bounds": (4, 200),
+        },
+    )
     timezone: str = field(
         default_factory=lambda: current_settings().timezone,
         metadata={"description": "IANA time zone for dates in prompts (MAISTRO_TIMEZONE); empty means the system's."},

@@ -77,3 +77,29 @@ def test_chinese_thread_reaches_the_budget_sooner(agent, model):
     for n in range(3):
         turn(agent, f"家务{n}:" + "请详细记住这件家务事。" * 12, **settings)
     assert agent.get_state(config()).values["summary"], "132 Chinese characters a turn pass 400 tokens by the third turn"
+
+
+def test_ended_turns_reach_the_chat_prompt_without_their_bookkeeping(agent, model):
+    model.standing.update({"task_maistro": summarizing_chat, "update_todos": chore_extraction})
+    for n in range(3):
+        turn(agent, f"Chore {n}: water the plants")
+
+    first_call_of_last_turn = model.calls_in("task_maistro")[-2]
+    types = [m.type for m in first_call_of_last_turn.messages]
+    assert types == ["system", "human", "ai", "human", "ai", "human"], types
+    assert not any(m.type == "ai" and m.tool_calls for m in first_call_of_last_turn.messages)
+    answer = model.calls_in("task_maistro")[-1]
+    assert [m.type for m in answer.messages][-3:] == ["human", "ai", "tool"], "the current turn keeps its own"
+    assert len(agent.get_state(config()).values["messages"]) == 12, "the thread itself keeps everything"
+
+
+def test_the_summary_also_triggers_on_message_count(agent, model):
+    model.standing.update({"task_maistro": summarizing_chat, "update_todos": chore_extraction})
+    settings = {"summary_trigger_tokens": 20000, "summary_trigger_messages": 6, "messages_kept": 4}
+    for n in range(8):
+        turn(agent, f"Chore {n}: call grandma", **settings)
+
+    assert agent.get_state(config()).values["summary"].startswith("summary #")
+    chat_prompts = [c for c in model.calls_in("task_maistro") if not c.system.startswith(SUMMARIZER)]
+    assert max(len(c.messages) for c in chat_prompts) <= 1 + 6 + 4, "system, past turns, the current turn"
+    assert len(todos(agent)) == 8

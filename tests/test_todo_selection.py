@@ -3,7 +3,8 @@
 from langgraph.store.memory import InMemoryStore
 
 from graph.app.scripted_model import patch_where, replace, route, say
-from graph.memory.selection import select_todos, terms
+from graph.backends.storage import open_store
+from graph.memory.selection import LISTS, entry, select_todos, terms
 from graph.memory.store import TODO, namespace
 from graph.thread.tokens import count_tokens
 from tests.support.helpers import fill, todos, turn
@@ -66,3 +67,29 @@ def test_prompt_cost_stays_flat_as_the_list_grows(agent, model):
 
     assert large_chat <= 2 * small_chat, (small_chat, large_chat)
     assert large_extraction <= 2 * small_extraction, (small_extraction, large_extraction)
+
+
+def test_a_list_read_again_prepares_only_what_changed(tmp_path, monkeypatch):
+    prepared = []
+
+    def counted_entry(item):
+        prepared.append(item.key)
+        return entry(item)
+
+    monkeypatch.setattr("graph.memory.context.entry", counted_entry)
+    with open_store(tmp_path, "", "") as store:
+        fill(store, "u", 200)
+        select_todos(store, "u", "hello", limit=30)
+        assert len(prepared) == 200
+        prepared.clear()
+
+        assert "item-00042" not in [i.key for i in select_todos(store, "u", "okapi", limit=30).items]
+        store.put(namespace(TODO, "u"), "item-00042", {"task": "Brush the okapi", "status": "not started",
+                                                      "solutions": [], "deadline": None, "time_to_complete": 5})
+        store.delete(namespace(TODO, "u"), "item-00007")
+        selection = select_todos(store, "u", "okapi", limit=30)
+
+        assert prepared == ["item-00042"], "unchanged items are not split into terms again"
+        assert "item-00042" in [item.key for item in selection.items]
+        assert selection.hidden_open + selection.hidden_closed + len(selection.items) == 199
+        assert any(key[1:] == ("todo", "u") for key in LISTS._lists)

@@ -10,12 +10,13 @@ SETUP_LOCK = 0x6D61697374726F
 
 
 def open_postgres(url: str, index: IndexConfig | None, ttl: TTLConfig, *, checkpointer: bool = True):
-    """A `PostgresSaver` (None unless `checkpointer`) and an `AtomicPostgresStore` on one pool, their tables created."""
-    from langgraph.checkpoint.postgres import PostgresSaver
+    """A `PruningPostgresSaver` (None unless `checkpointer`) and an `AtomicPostgresStore` on one pool, their tables
+    created and the checkpoints pruned (see `graph.backends.checkpoints`)."""
     from psycopg.rows import dict_row
     from psycopg_pool import ConnectionPool
 
     from graph.backends.atomic_postgres import AtomicPostgresStore
+    from graph.backends.checkpoints_postgres import PruningPostgresSaver
 
     pool = ConnectionPool(
         url,
@@ -24,7 +25,7 @@ def open_postgres(url: str, index: IndexConfig | None, ttl: TTLConfig, *, checkp
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
         open=True,
     )
-    saver = PostgresSaver(pool) if checkpointer else None
+    saver = PruningPostgresSaver(pool) if checkpointer else None
     store = AtomicPostgresStore(pool, index=index, ttl=ttl)
     with pool.connection() as conn:
         # Poll instead of blocking in pg_advisory_lock: a blocked statement holds a snapshot that the
@@ -34,6 +35,7 @@ def open_postgres(url: str, index: IndexConfig | None, ttl: TTLConfig, *, checkp
         try:
             if saver is not None:
                 saver.setup()
+                saver.prune_all()
             store.setup()
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))

@@ -11,6 +11,7 @@ from graph.backends.atomic import AtomicSqliteStore
 
 DATABASE_FILE = "maistro.sqlite"
 BUSY_TIMEOUT_SECONDS = 30.0
+WAL_PAGES = 128
 
 
 def sqlite_with_extensions() -> ModuleType:
@@ -37,13 +38,17 @@ def connect(path: Path, *, autocommit: bool, driver: ModuleType = sqlite3) -> sq
     )
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
+    # Keep the write-ahead log small: checkpoint it every WAL_PAGES pages and truncate it afterwards.
+    conn.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
+    conn.execute(f"PRAGMA journal_size_limit={WAL_PAGES * 4096}")
     return conn
 
 
 def open_sqlite(directory: Path, index: IndexConfig | None, ttl: TTLConfig, *, checkpointer: bool = True):
-    """A `SqliteSaver` (None unless `checkpointer`) and an `AtomicSqliteStore` on `directory`'s database file.
+    """A `PruningSqliteSaver` (None unless `checkpointer`) and an `AtomicSqliteStore` on `directory`'s database file.
 
-    Their tables are created once, even when several processes open a fresh database at the same time.
+    Their tables are created once, even when several processes open a fresh database at the same time, and
+    the checkpoints are pruned (see `graph.backends.checkpoints`).
     """
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / DATABASE_FILE
@@ -51,11 +56,12 @@ def open_sqlite(directory: Path, index: IndexConfig | None, ttl: TTLConfig, *, c
     store = AtomicSqliteStore(connect(path, autocommit=True, driver=driver), index=index, ttl=ttl)
     saver = None
     if checkpointer:
-        from langgraph.checkpoint.sqlite import SqliteSaver
+        from graph.backends.checkpoints import PruningSqliteSaver
 
-        saver = SqliteSaver(connect(path, autocommit=False))
+        saver = PruningSqliteSaver(connect(path, autocommit=False))
     with FileLock(directory / f"{DATABASE_FILE}.setup.lock"):
         if saver is not None:
             saver.setup()
+            saver.prune_all()
         store.setup()
     return saver, store

@@ -4,25 +4,37 @@ Relevance, in order: items the user names (word and CJK-bigram overlap, rarer wo
 found by the store's semantic index when one is configured, the most recently changed items ("it's
 done"), the soonest deadlines, then the most recent open items. Everything else is only counted, so a
 turn's prompt stays the same size however long the list grows.
+
+The ranking costs one read of the list: each item is parsed and split into terms once, and kept with an
+index from term to items and the recency and deadline orders while it is unchanged (`ListCache`), so a turn
+with a long list pays for reading its rows and for updating what changed, not for ranking it all again.
 """
 
+import bisect
 import functools
+import heapq
+import itertools
 import math
 import re
-from collections import Counter
-from collections.abc import Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Any
 
 from langchain_core.messages import AnyMessage, HumanMessage
 from langgraph.store.base import BaseStore, Item
 
-from graph.memory.store import TODO, namespace, read_todos
+from graph.memory.store import TODO, namespace
 
 OPEN_STATUSES = ("not started", "in progress")
 RECENT_SHARE = 6
+# Terms of the user's recent messages that a turn looks for (the latest message's first).
+MAX_TERMS = 24
 _WORD = re.compile(r"[^\W\d_]{3,}|\d+", re.UNICODE)
-_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
+_CJK_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
+LISTS_KEPT = 16
 
 
 @dataclass(frozen=True)
@@ -34,13 +46,65 @@ class TodoSelection:
     hidden_closed: int = 0
 
 
-@functools.lru_cache(maxsize=8192)
-def terms(text: str) -> frozenset[str]:
+@dataclass(frozen=True)
+class Quotas:
+    """How many items of each kind of relevance a selection of `limit` items takes, before the fill."""
+
+    limit: int
+
+    @property
+    def named(self) -> int:
+        """Items the user names."""
+        return self.limit // 2
+
+    @property
+    def semantic(self) -> int:
+        """Semantic-index hits."""
+        return self.limit // 4
+
+    @property
+    def recent(self) -> int:
+        """Most recently changed items."""
+        return self.limit // RECENT_SHARE
+
+    @property
+    def deadline(self) -> int:
+        """Open items with the soonest deadlines."""
+        return self.limit // RECENT_SHARE
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """An item with its 1-based rank in each ordering that may pick it (None where it is not ranked)."""
+
+    item: Item
+    named: int | None
+    recent: int | None
+    deadline: int | None
+    open: int | None
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The items that a selection of up to `Quotas.limit` items can pick, and the counts of the whole list."""
+
+    ranked: list[Ranked]
+    total: int
+    open_total: int
+
+
+def text_terms(text: str) -> frozenset[str]:
     """Search terms of a text: lower-cased words of 3+ letters, numbers, and CJK character bigrams."""
     lowered = text.lower()
     words = {word for word in _WORD.findall(_CJK_RUN.sub(" ", lowered))}
     bigrams = {run[i : i + 2] for run in _CJK_RUN.findall(lowered) for i in range(max(len(run) - 1, 1))}
     return frozenset(words | bigrams)
+
+
+@functools.lru_cache(maxsize=1024)
+def terms(text: str) -> frozenset[str]:
+    """`text_terms`, cached: a turn's query is split by each of its nodes."""
+    return text_terms(text)
 
 
 def recent_user_text(messages: Sequence[AnyMessage], turns: int = 3) -> str:
@@ -49,52 +113,221 @@ def recent_user_text(messages: Sequence[AnyMessage], turns: int = 3) -> str:
     return "\n".join(users[-turns:])
 
 
-def _searchable(item: Item) -> str:
-    return " ".join([item.value.get("task", ""), *item.value.get("solutions", [])])
+def query_terms(query: str) -> list[str]:
+    """The terms a turn looks for, at most `MAX_TERMS`: the latest line's first, each once, in a stable order."""
+    chosen: dict[str, None] = {}
+    for line in reversed(query.splitlines()):
+        for term in sorted(terms(line)):
+            chosen.setdefault(term)
+    return list(chosen)[:MAX_TERMS]
 
 
-def named_items(items: Sequence[Item], query: str) -> list[Item]:
-    """Items sharing terms with the query, best first; rare terms count more than common ones."""
-    wanted = terms(query)
-    if not wanted:
-        return []
-    item_terms = {item.key: terms(_searchable(item)) & wanted for item in items}
-    frequency = Counter(term for found in item_terms.values() for term in found)
-    weight = {term: math.log(1 + len(items) / count) for term, count in frequency.items()}
-    scored = [(sum(weight[t] for t in item_terms[item.key]), item) for item in items if item_terms[item.key]]
-    return [item for _, item in sorted(scored, key=lambda pair: (-pair[0], -pair[1].updated_at.timestamp()))]
+def searchable_text(value: dict) -> str:
+    """The text of a ToDo that names it: its task and its solutions."""
+    return " ".join([str(value.get("task", "")), *map(str, value.get("solutions") or [])])
 
 
-def _deadline(item: Item) -> datetime:
-    parsed = datetime.fromisoformat(item.value["deadline"])
+@dataclass(frozen=True)
+class Entry:
+    """A ToDo prepared for ranking: the item, its search terms, whether it is open, and its deadline."""
+
+    item: Item
+    terms: frozenset[str]
+    is_open: bool
+    deadline: datetime | None
+    recency: tuple  # sorts the most recently changed first, ties by key
+
+
+def entry(item: Item) -> Entry:
+    """Prepare one item for ranking (the costly part: splitting its text into terms)."""
+    recency = (-item.updated_at.timestamp(), -item.created_at.timestamp(), item.key)
+    terms_ = text_terms(searchable_text(item.value))
+    return Entry(item, terms_, item.value.get("status") in OPEN_STATUSES, _deadline(item), recency)
+
+
+def _deadline(item: Item) -> datetime | None:
+    if not item.value.get("deadline"):
+        return None
+    try:
+        parsed = datetime.fromisoformat(str(item.value["deadline"]))
+    except ValueError:
+        return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
-def _semantic_hits(store: BaseStore, user_id: str, query: str, limit: int) -> list[Item]:
-    if not (query and getattr(store, "index_config", None)):
+def _recency(e: Entry) -> tuple:
+    return e.recency
+
+
+def _soonest(e: Entry) -> tuple:
+    return (e.deadline, e.item.key)
+
+
+class PreparedList:
+    """A list's entries with what ranking needs: an index from term to keys, and the recency and deadline orders.
+
+    `changed` updates it in place for the rows that changed since (cost proportional to the change, not the list).
+    """
+
+    def __init__(self, entries: Sequence[Entry] = ()) -> None:
+        self.entries: dict[str, Entry] = {}
+        self.index: dict[str, set[str]] = {}
+        self.by_recency: list[Entry] = []
+        self.deadlines: list[Entry] = []
+        self.open_total = 0
+        self.changed(entries, ())
+
+    def changed(self, entries: Sequence[Entry], removed: Sequence[str]) -> None:
+        """Take in new or changed entries and drop the removed keys."""
+        gone = {*removed, *(e.item.key for e in entries if e.item.key in self.entries)}
+        for key in gone:
+            old = self.entries.pop(key)
+            self.open_total -= old.is_open
+            for term in old.terms:
+                self.index[term].discard(key)
+        if gone:
+            self.by_recency = [e for e in self.by_recency if e.item.key not in gone]
+            self.deadlines = [e for e in self.deadlines if e.item.key not in gone]
+        many = len(entries) > 64
+        for e in entries:
+            self.entries[e.item.key] = e
+            self.open_total += e.is_open
+            for term in e.terms:
+                self.index.setdefault(term, set()).add(e.item.key)
+            if not many:
+                bisect.insort(self.by_recency, e, key=_recency)
+                if e.is_open and e.deadline:
+                    bisect.insort(self.deadlines, e, key=_soonest)
+        if many:
+            self.by_recency = sorted(self.entries.values(), key=_recency)
+            self.deadlines = sorted((e for e in self.entries.values() if e.is_open and e.deadline), key=_soonest)
+
+    def open_first(self, count: int) -> list[Entry]:
+        """The `count` most recently changed open entries."""
+        return list(itertools.islice((e for e in self.by_recency if e.is_open), count))
+
+
+class ListCache:
+    """The prepared lists read lately, so a turn prepares only the items that changed since the last read.
+
+    A list (a store and a namespace) is kept as of its latest read: each item's version (anything that
+    changes when the stored row does) and the prepared form. A read that finds the same versions reuses it
+    whole; otherwise only the items whose version differs are prepared and put in. `LISTS_KEPT` lists are
+    kept, the least recently read dropped first.
+    """
+
+    def __init__(self) -> None:
+        self._lists: OrderedDict[tuple, tuple[dict[str, Any], PreparedList]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def versions(self, list_id: tuple) -> dict[str, Any]:
+        """The item versions of the list as last read (empty when it is not kept); not to be changed."""
+        with self._lock:
+            kept = self._lists.get(list_id)
+        return kept[0] if kept else {}
+
+    def prepare(
+        self, list_id: tuple, versions: dict[str, Any], prepare_items: Callable[[list[str]], list[Entry]]
+    ) -> PreparedList:
+        """The prepared list whose items have `versions`; `prepare_items(keys)` prepares new or changed items."""
+        with self._lock:
+            old_versions, prepared = self._lists.pop(list_id, ({}, None))
+        if prepared is None:
+            prepared = PreparedList(prepare_items(list(versions)))
+        elif versions != old_versions:
+            changed = [key for key, version in versions.items() if old_versions.get(key) != version]
+            prepared.changed(prepare_items(changed), [key for key in old_versions if key not in versions])
+        with self._lock:
+            self._lists[list_id] = (versions, prepared)
+            while len(self._lists) > LISTS_KEPT:
+                self._lists.popitem(last=False)
+        return prepared
+
+
+LISTS = ListCache()
+
+
+def list_entries(store: BaseStore, items: Sequence[Item]) -> PreparedList:
+    """The prepared list of items a store returned whole (any store): unchanged items are not split again."""
+    if not items:
+        return PreparedList()
+    by_key = {item.key: item for item in items}
+    versions = {i.key: (i.created_at, i.updated_at, i.value) for i in items}
+    return LISTS.prepare((id(store), tuple(items[0].namespace)), versions, lambda keys: [entry(by_key[k]) for k in keys])
+
+
+def rank_entries(prepared: PreparedList, wanted: Sequence[str], quotas: Quotas) -> Candidates:
+    """Rank a list by its index and orders: the candidates within `quotas`, at a cost that does not grow with it."""
+    total = len(prepared.entries)
+    score: dict[str, float] = {}
+    for term in dict.fromkeys(wanted):
+        keys = prepared.index.get(term)
+        if keys:
+            weight = math.log(1 + total / len(keys))
+            for key in keys:
+                score[key] = score.get(key, 0.0) + weight
+    entries = prepared.entries
+    named = heapq.nsmallest(quotas.named, score, key=lambda key: (-score[key], entries[key].recency))
+    orderings = [
+        ("named", [entries[key] for key in named]),
+        ("recent", prepared.by_recency[: quotas.recent]),
+        ("deadline", prepared.deadlines[: quotas.deadline]),
+        ("open", prepared.open_first(quotas.limit)),
+    ]
+    if total <= quotas.limit:
+        orderings.append(("all", list(entries.values())))
+    rank = {ordering: {e.item.key: n for n, e in enumerate(chosen, 1)} for ordering, chosen in orderings}
+    picked = {e.item.key: e for _, chosen in orderings for e in chosen}
+    ranked = [
+        Ranked(e.item, *(rank[ordering].get(key) for ordering in ("named", "recent", "deadline", "open")))
+        for key, e in picked.items()
+    ]
+    return Candidates(ranked, total, prepared.open_total)
+
+
+def choose(candidates: Candidates, limit: int, semantic_hits: Sequence[Item] = ()) -> TodoSelection:
+    """Pick up to `limit` items by relevance from the candidates; count the rest."""
+    ranked = candidates.ranked
+    if candidates.total <= limit:
+        return TodoSelection(_oldest_first(r.item for r in ranked))
+    quotas = Quotas(limit)
+
+    def by(ordering: str, quota: float) -> list[Item]:
+        picked = [r for r in ranked if getattr(r, ordering) is not None and getattr(r, ordering) <= quota]
+        return [r.item for r in sorted(picked, key=lambda r: getattr(r, ordering))]
+
+    order = [
+        *by("named", quotas.named),
+        *semantic_hits[: quotas.semantic],
+        *by("recent", quotas.recent),
+        *by("deadline", quotas.deadline),
+        *by("open", math.inf),
+    ]
+    chosen: dict[str, Item] = {}
+    for item in order:
+        if len(chosen) == limit:
+            break
+        chosen.setdefault(item.key, item)
+    shown = _oldest_first(chosen.values())
+    hidden_open = candidates.open_total - sum(1 for item in shown if item.value.get("status") in OPEN_STATUSES)
+    return TodoSelection(shown, hidden_open, candidates.total - len(shown) - hidden_open)
+
+
+def _oldest_first(items) -> list[Item]:
+    return sorted(items, key=lambda item: (item.created_at, item.key))
+
+
+def semantic_hits(store: BaseStore, user_id: str, query: str, limit: int) -> list[Item]:
+    """Items the store's semantic index finds for the query (none without an index)."""
+    if not (query and limit and getattr(store, "index_config", None)):
         return []
     return list(store.search(namespace(TODO, user_id), query=query, limit=limit))
 
 
 def select_todos(store: BaseStore, user_id: str, query: str, limit: int) -> TodoSelection:
     """The user's ToDo items for one turn: all of them up to `limit`, else the `limit` most relevant."""
-    items = read_todos(store, user_id)
-    if len(items) <= limit:
-        return TodoSelection(items)
-    open_items = [item for item in items if item.value.get("status") in OPEN_STATUSES]
-    by_recency = sorted(items, key=lambda item: item.updated_at, reverse=True)
-    candidates = [
-        *named_items(items, query)[: limit // 2],
-        *_semantic_hits(store, user_id, query, limit // 4),
-        *by_recency[: limit // RECENT_SHARE],
-        *sorted((i for i in open_items if i.value.get("deadline")), key=_deadline)[: limit // RECENT_SHARE],
-        *(item for item in by_recency if item.value.get("status") in OPEN_STATUSES),
-    ]
-    chosen: dict[str, Item] = {}
-    for item in candidates:
-        if len(chosen) == limit:
-            break
-        chosen.setdefault(item.key, item)
-    shown = [item for item in items if item.key in chosen]
-    hidden_open = sum(1 for item in open_items if item.key not in chosen)
-    return TodoSelection(shown, hidden_open, len(items) - len(shown) - hidden_open)
+    from graph.memory.context import read_turn
+
+    candidates = read_turn(store, user_id, query_terms(query), Quotas(limit)).candidates
+    hits = semantic_hits(store, user_id, query, Quotas(limit).semantic) if candidates.total > limit else []
+    return choose(candidates, limit, hits)

@@ -16,6 +16,8 @@ HISTORY = "history"
 PROFILE_KEY = "user_profile"
 INSTRUCTIONS_KEY = "user_instructions"
 PAGE_SIZE = 200
+# More items than one namespace holds: the limit that makes a search return the whole namespace.
+WHOLE_NAMESPACE = 10_000_000
 MAX_USER_ID_LENGTH = 256
 # Control characters (C0, DEL, C1) and lone surrogates: refused in user ids and imported keys.
 UNSTORABLE_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
@@ -67,13 +69,12 @@ def namespace(kind: str, user_id: str) -> tuple[str, str]:
 
 
 def search_all(store: BaseStore, ns: tuple[str, ...]) -> list[Item]:
-    """Every item in a namespace, paging past the store's default limit of 10, oldest first."""
-    items: list[Item] = []
-    while True:
-        page = store.search(ns, limit=PAGE_SIZE, offset=len(items))
-        items.extend(page)
-        if len(page) < PAGE_SIZE:
-            break
+    """Every item in a namespace (and the namespaces under it), oldest first, read with one query.
+
+    One query with a limit above any namespace's size, not pages: the stores order a page by `updated_at`
+    alone, so OFFSET pages over items written together can repeat some items and skip others.
+    """
+    items = store.search(ns, limit=WHOLE_NAMESPACE)
     return sorted(items, key=lambda item: (item.created_at, item.key))
 
 

@@ -10,14 +10,14 @@ from langgraph.store.base import BaseStore
 
 from graph.backends.model import ChatModelFactory, model_errors
 from graph.configuration import Configuration
+from graph.memory.context import TurnMemories, start_turn, turn_memories
 from graph.memory.rendering import render_profile, render_todos
-from graph.memory.selection import recent_user_text, select_todos
-from graph.memory.store import read_instructions, read_profile
 from graph.state import State
 from graph.thread.summary import fold_into_summary, with_summary
 from graph.thread.tokens import bound_messages, is_blank, truncation_notice
 from graph.thread.tool_calls import (
     answer_dangling_tool_calls,
+    chat_history,
     last_human_message,
     memory_rounds_in_turn,
     pending_update_calls,
@@ -33,19 +33,15 @@ UPDATE_MEMORY_TOOL = convert_to_openai_tool(UpdateMemory)
 STEPS_PER_ROUND = 2
 
 
-def chat_system_message(
-    store: BaseStore, settings: Configuration, thread: list[AnyMessage], summary: str
-) -> SystemMessage:
+def chat_system_message(memories: TurnMemories, settings: Configuration, summary: str) -> SystemMessage:
     """The chat prompt with the user's profile, relevant ToDos, instructions and the thread's summary."""
-    user_id = settings.resolved_user_id
-    profile = read_profile(store, user_id)
-    todos = select_todos(store, user_id, recent_user_text(thread), settings.todo_prompt_limit)
+    todos = memories.prompt_todos
     prompt = MODEL_SYSTEM_MESSAGE.format(
         role=settings.role,
         now=settings.now_text(),
-        user_profile=render_profile(profile.value if profile else None),
+        user_profile=render_profile(memories.profile),
         todo=render_todos(todos.items, todos.hidden_open, todos.hidden_closed),
-        instructions=read_instructions(store, user_id),
+        instructions=memories.instructions,
         language_rule=LANGUAGE_RULE,
     )
     return SystemMessage(content=with_summary(prompt, summary))
@@ -57,7 +53,8 @@ def task_maistro(
     """Answer the user, or call UpdateMemory.
 
     Before the model call the thread is made valid (dangling tool calls answered) and, at the start of a
-    turn past the token budget, older messages are folded into the summary. An empty message gets a reply
+    turn past the summary's budgets, older messages are folded into the summary. The memories are read once
+    per turn (`graph.memory.context`); past turns reach the prompt without their tool-call bookkeeping. An empty message gets a reply
     without a model call; an overlong one is cut in the prompt (the thread keeps it) and the reply says so.
     """
     settings = Configuration.from_runnable_config(config)
@@ -69,10 +66,14 @@ def task_maistro(
         reply = AIMessage(content=EMPTY_MESSAGE_REPLY)
         return {"messages": [*thread_update(original, thread), reply], "summary": summary}
     model = chat_model(settings)
+    thread_id = str(config.get("configurable", {}).get("thread_id", ""))
     if turn_starts:
         thread, summary = fold_into_summary(thread, summary, model, settings)
-    system = chat_system_message(store, settings, thread, summary)
-    visible_thread = bound_messages(thread)
+        memories = start_turn(store, settings, thread, thread_id)
+    else:
+        memories = turn_memories(store, settings, thread, thread_id)
+    system = chat_system_message(memories, settings, summary)
+    visible_thread = bound_messages(chat_history(thread))
     new_messages: list[AnyMessage] = []
     while True:
         rounds = memory_rounds_in_turn(thread + new_messages)

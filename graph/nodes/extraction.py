@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, merge_message_runs
+from langchain_core.messages import AnyMessage, SystemMessage, merge_message_runs
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import merge_configs
 from langgraph.errors import GraphRecursionError
@@ -19,7 +19,7 @@ from graph.durability import durability_config
 from graph.memory.changes import MemoryChange
 from graph.thread.summary import with_summary
 from graph.thread.tokens import bound_message
-from graph.thread.tool_calls import last_ai_message
+from graph.thread.tool_calls import last_ai_message, spoken_messages
 
 # trustcall retries unusable model output in a loop; this bounds it (a normal extraction takes < 12 steps).
 EXTRACTION_STEP_LIMIT = 16
@@ -52,13 +52,7 @@ def conversation(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
     """The user-visible conversation before the latest assistant message, without tool-call plumbing."""
     routing = last_ai_message(messages)
     end = messages.index(routing) if routing is not None else len(messages)
-    visible: list[AnyMessage] = []
-    for message in messages[:end]:
-        if isinstance(message, HumanMessage):
-            visible.append(bound_message(message))
-        elif isinstance(message, AIMessage) and message.text:
-            visible.append(AIMessage(content=message.text, id=message.id))
-    return visible
+    return [bound_message(message) for message in spoken_messages(messages[:end])]
 
 
 def extraction_messages(instruction: str, messages: Sequence[AnyMessage], summary: str = "") -> list[AnyMessage]:

@@ -5,8 +5,8 @@ from langgraph.store.base import BaseStore
 
 from graph.backends.model import ChatModelFactory
 from graph.memory.changes import MemoryChange
-from graph.memory.selection import recent_user_text, select_todos
-from graph.memory.store import TODO, read_instructions
+from graph.memory.context import turn_memories, with_turn_changes
+from graph.memory.store import TODO
 from graph.nodes.extraction import extract_changes, new_document_key
 from graph.nodes.update import UpdateRequest, update_memory
 from graph.state import State
@@ -17,14 +17,16 @@ from schemas import ToDo
 def propose_todos(request: UpdateRequest) -> list[MemoryChange] | None:
     """ToDo items created, patched and removed from the conversation, among those relevant to the turn.
 
-    New items get keys derived from the routing call, so a replayed update writes the same keys.
+    The candidates are the ones the turn's read chose (`graph.memory.context`), with the changes of the
+    turn's earlier rounds applied. New items get keys derived from the routing call, so a replayed update
+    writes the same keys.
     """
     settings = request.settings
-    reachable = select_todos(
-        request.store, request.user_id, recent_user_text(request.messages), settings.todo_update_limit
-    )
+    thread_id = str(request.config.get("configurable", {}).get("thread_id", ""))
+    memories = turn_memories(request.store, settings, request.messages, thread_id)
+    reachable = {item.key: item.value for item in memories.update_todos.items}
     instruction = TODO_INSTRUCTION.format(
-        instructions=read_instructions(request.store, request.user_id),
+        instructions=memories.instructions,
         language_rule=LANGUAGE_RULE,
         now=settings.now_text(),
     )
@@ -32,7 +34,7 @@ def propose_todos(request: UpdateRequest) -> list[MemoryChange] | None:
         request.model,
         ToDo,
         request.prompt(instruction),
-        {item.key: item.value for item in reachable.items},
+        with_turn_changes(reachable, request.messages, TODO),
         lambda index: new_document_key(request.messages, request.calls[0]["id"], index),
         request.config,
         enable_inserts=True,

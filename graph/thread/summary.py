@@ -8,6 +8,7 @@ from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage, get
 from graph.backends.model import model_errors, quiet
 from graph.configuration import Configuration
 from graph.thread.tokens import bound_messages, count_text_tokens, count_tokens
+from graph.thread.tool_calls import chat_history
 from prompts import SUMMARIZE_CONVERSATION, SUMMARY_BLOCK
 
 
@@ -27,8 +28,13 @@ def fold_point(messages: Sequence[AnyMessage], keep: int) -> int:
 def fold_into_summary(
     messages: list[AnyMessage], summary: str, model: BaseChatModel, settings: Configuration
 ) -> tuple[list[AnyMessage], str]:
-    """The messages to keep and the summary to use: unchanged under the budget, else folded with one model call."""
-    if count_tokens(messages) + count_text_tokens(summary) <= settings.summary_trigger_tokens:
+    """The messages to keep and the summary to use: unchanged under the budgets, else folded with one model call.
+
+    The budgets: `summary_trigger_tokens` for the thread and its summary, and `summary_trigger_messages` for
+    the messages the chat prompt carries (`chat_history`), so neither the prompt's size nor its length grows.
+    """
+    within_tokens = count_tokens(messages) + count_text_tokens(summary) <= settings.summary_trigger_tokens
+    if within_tokens and len(chat_history(messages)) <= settings.summary_trigger_messages:
         return messages, summary
     cut = fold_point(messages, settings.messages_kept)
     if cut == 0:

@@ -109,6 +109,33 @@ def answer_dangling_tool_calls(messages: Sequence[AnyMessage]) -> list[AnyMessag
     return repaired if len(repaired) != len(messages) else None
 
 
+def spoken_messages(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+    """The user's and the assistant's words: tool calls and their answers left out, the assistant's text kept."""
+    spoken: list[AnyMessage] = []
+    for message in messages:
+        if isinstance(message, HumanMessage):
+            spoken.append(message)
+        elif isinstance(message, AIMessage) and message.text:
+            spoken.append(message if not message.tool_calls else AIMessage(content=message.text, id=message.id))
+    return spoken
+
+
+def chat_history(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+    """What the chat prompt carries of a thread: ended turns without their tool-call bookkeeping, the rest whole.
+
+    Once a turn has ended (with a reply that calls no tool) its UpdateMemory calls and their answers are only
+    bookkeeping: the reply says what changed, and the memories are in the system prompt. A turn cut short
+    keeps them, so the model sees that its update was interrupted; so does the current turn.
+    """
+    starts = [i for i, m in enumerate(messages) if isinstance(m, HumanMessage)]
+    history: list[AnyMessage] = list(messages[: starts[0]] if starts else messages)
+    for start, end in zip(starts, [*starts[1:], len(messages)]):
+        turn = messages[start:end]
+        ended = end < len(messages) and isinstance(turn[-1], AIMessage) and not turn[-1].tool_calls
+        history += spoken_messages(turn) if ended else turn
+    return history
+
+
 def memory_rounds_in_turn(messages: Sequence[AnyMessage]) -> int:
     """How many assistant messages with tool calls followed the user's latest message."""
     rounds = 0

@@ -1,0 +1,127 @@
+"""A zero-latency OpenAI-compatible endpoint for the benchmark: the test stub answering as a chore-keeping model.
+
+It runs `tests.support.openai_stub.OpenAIStub` (a real HTTP server on 127.0.0.1, strict about tool-call
+bookkeeping like OpenAI) with a responder that reads each request the way a model would: the chat call
+routes every user message to the ToDo update (and "I moved to X; ..." to the profile too) and then
+confirms; the profile extraction files the city; the ToDo extraction creates the chore of an "add chore: ..." message and patches the one named in "I finished chore (N)" to done, finding its id in the
+documents trustcall put into the prompt; the summary call answers a summary. Every request is recorded
+with what sent it and its place in the order of requests and answers.
+"""
+
+import itertools
+import json
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from graph.thread.tokens import count_text_tokens
+from tests.support.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply, tool_names
+from tests.support.stub_script import kind_of, update
+
+ADD = "add chore: "
+MOVED = "I moved to "
+FINISHED = re.compile(r"I finished chore \((\d+)\)")
+_INSTANCE = re.compile(r'<instance id=(?P<id>\S+) schema_type="[^"]+">\n(?P<doc>.*?)\n</instance>', re.S)
+SUMMARIZER = "You keep a running summary"
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request the endpoint answered: who sent it, its order, and its prompt's size."""
+
+    kind: str
+    requested: int
+    answered: int
+    messages: int
+    prompt_tokens: int
+
+
+def _text(message: dict) -> str:
+    content = message.get("content") or ""
+    return content if isinstance(content, str) else "".join(part.get("text", "") for part in content)
+
+
+def prompt_tokens(request: dict) -> int:
+    """Estimated prompt tokens of a request (CJK-aware): message texts, tool calls, tool schemas, 4 per message."""
+    messages = request.get("messages") or []
+    texts = sum(count_text_tokens(_text(m)) for m in messages)
+    calls = sum(count_text_tokens(json.dumps(m.get("tool_calls"), ensure_ascii=False)) for m in messages if m.get("tool_calls"))
+    tools = count_text_tokens(json.dumps(request.get("tools") or [], ensure_ascii=False))
+    return texts + calls + tools + 4 * len(messages)
+
+
+def _latest_user_line(request: dict) -> str:
+    for message in reversed(request["messages"]):
+        if message["role"] == "user":
+            return _text(message).strip().splitlines()[-1]
+    return ""
+
+
+class ChoreEndpoint:
+    """The responder, and the record of every request it answered."""
+
+    def __init__(self) -> None:
+        self.requests: list[Request] = []
+        self._order = itertools.count()
+        self._lock = threading.Lock()
+
+    def __call__(self, request: dict) -> dict:
+        """Answer one request (the stub serialises calls) and record it."""
+        requested = next(self._order)
+        reply, kind = self._reply(request)
+        record = Request(kind, requested, next(self._order), len(request["messages"]), prompt_tokens(request))
+        with self._lock:
+            self.requests.append(record)
+        return reply
+
+    def _reply(self, request: dict) -> tuple[dict, str]:
+        kind = kind_of(request)
+        if kind == "chat":
+            if system_text(request).startswith(SUMMARIZER):
+                return text_reply("The user adds chores and finishes them one by one."), "summary"
+            if request["messages"][-1]["role"] == "user" and "UpdateMemory" in tool_names(request):
+                moved = _latest_user_line(request).startswith(MOVED)
+                return (update("user", "todo") if moved else update("todo")), kind
+            return text_reply("Done, your list is up to date."), kind
+        if kind == "todo":
+            return self._todo(request), kind
+        if kind == "profile":
+            city = _latest_user_line(request).removeprefix(MOVED).split(";")[0]
+            return tool_calls_reply(("Profile", {"location": city})), kind
+        return text_reply("Nothing to change."), kind
+
+    def _todo(self, request: dict) -> dict:
+        line = _latest_user_line(request)
+        if ADD in line:
+            return tool_calls_reply(("ToDo", {"task": line.split(ADD, 1)[1], "solutions": ["This weekend"]}))
+        if found := FINISHED.search(line):
+            prompt = "\n".join(_text(m) for m in request["messages"])
+            ids = [m["id"] for m in _INSTANCE.finditer(prompt) if f"(chore {found[1]})" in m["doc"]]
+            if ids:
+                patch = {"json_doc_id": ids[0], "planned_edits": "Mark it done.",
+                         "patches": [{"op": "replace", "path": "/status", "value": "done"}]}
+                return tool_calls_reply(("PatchDoc", patch))
+        return text_reply("Nothing to change.")
+
+    def start(self) -> OpenAIStub:
+        """The HTTP server answering with this responder (a context manager)."""
+        return OpenAIStub(self)
+
+
+def sequential_requests(requests: Sequence[Request]) -> int:
+    """The longest chain of requests that waited for one another, from the order of requests and answers.
+
+    A request waits for an answered earlier one sent by the same part of the agent, and the chat node's
+    requests (chat and summary) wait for everything answered before them and hold up everything after
+    them; the update nodes of one round never wait for each other. A busy machine that happens to answer
+    two parallel updates one after the other therefore does not change the figure.
+    """
+    chat = ("chat", "summary")
+    chain = [1] * len(requests)
+    for i, request in enumerate(requests):
+        for j, earlier in enumerate(requests[:i]):
+            waits = earlier.kind == request.kind or earlier.kind in chat or request.kind in chat
+            if waits and earlier.answered < request.requested:
+                chain[i] = max(chain[i], chain[j] + 1)
+    return max(chain, default=0)

@@ -1,0 +1,155 @@
+"""What a turn knows of the user's memories: read once when the turn starts, shared by the nodes of the turn.
+
+The chat node reads the profile, the instructions and the ToDo list in one go (one SQL statement on
+SQLite and PostgreSQL, see `graph.backends.todo_sql`), ranks the list, and keeps the result for the turn, keyed by
+the turn's user message: its second call (the answer after an update) shows the same memories, so the
+prompt's prefix stays the same for the endpoint's prompt cache, and the update node patches the items that
+selection chose without reading the list again. The tool answers tell the model what changed in between,
+and an update node sees the changes of earlier rounds of its turn (`with_turn_changes`). A process that did
+not see the turn start (a resumed run) reads afresh.
+"""
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
+from langgraph.store.base import BaseStore
+
+from graph.configuration import Configuration
+from graph.memory.selection import (
+    LISTS,
+    Candidates,
+    Entry,
+    Quotas,
+    TodoSelection,
+    choose,
+    entry,
+    list_entries,
+    query_terms,
+    rank_entries,
+    recent_user_text,
+    semantic_hits,
+)
+from graph.memory.store import TODO, read_instructions, read_profile, read_todos
+
+TURNS_KEPT = 256
+_turns: OrderedDict[tuple, "TurnMemories"] = OrderedDict()
+_turns_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class TurnRead:
+    """One read of a user's memories: the ranked ToDo candidates, the profile and the instructions."""
+
+    candidates: Candidates
+    profile: dict[str, Any] | None
+    instructions: str
+
+
+@dataclass(frozen=True)
+class TurnMemories:
+    """The memories a turn works with: the profile, the instructions and its two ToDo selections."""
+
+    store: BaseStore
+    profile: dict[str, Any] | None
+    instructions: str
+    prompt_todos: TodoSelection
+    update_todos: TodoSelection
+
+
+def read_turn(store: BaseStore, user_id: str, wanted: Sequence[str], quotas: Quotas) -> TurnRead:
+    """The user's memories, read once: one SQL statement on SQLite and PostgreSQL, else the store's own reads."""
+    from graph.backends.todo_sql import VERSION, complete_rows, memory_rows, todo_item
+
+    list_id = (id(store), TODO, user_id)
+    rows = memory_rows(store, user_id, LISTS.versions(list_id))
+    if rows is not None:
+        todos = rows.todos
+
+        def prepare(keys: list[str]) -> list[Entry]:
+            return [entry(todo_item(row, user_id)) for row in complete_rows(store, user_id, todos, keys)]
+
+        entries = LISTS.prepare(list_id, {key: row[VERSION] for key, row in todos.items()}, prepare)
+        profile, instructions = rows.profile, rows.instructions
+        return TurnRead(
+            rank_entries(entries, wanted, quotas),
+            profile.value if profile else None,
+            instructions.value.get("memory", "") if instructions else "",
+        )
+    profile = read_profile(store, user_id)
+    entries = list_entries(store, read_todos(store, user_id))
+    return TurnRead(rank_entries(entries, wanted, quotas), profile.value if profile else None, read_instructions(store, user_id))
+
+
+def read_turn_memories(store: BaseStore, settings: Configuration, messages: Sequence[AnyMessage]) -> TurnMemories:
+    """Read the memories for a turn: profile, instructions, and the ToDos for the prompt and for an update."""
+    user_id = settings.resolved_user_id
+    query = recent_user_text(messages)
+    prompt_limit, update_limit = settings.todo_prompt_limit, settings.todo_update_limit
+    widest = Quotas(max(prompt_limit, update_limit))
+    read = read_turn(store, user_id, query_terms(query), widest)
+    hits = semantic_hits(store, user_id, query, widest.semantic) if read.candidates.total > min(prompt_limit, update_limit) else []
+    return TurnMemories(
+        store=store,
+        profile=read.profile,
+        instructions=read.instructions,
+        prompt_todos=choose(read.candidates, prompt_limit, hits),
+        update_todos=choose(read.candidates, update_limit, hits),
+    )
+
+
+def turn_memories(
+    store: BaseStore, settings: Configuration, messages: Sequence[AnyMessage], thread_id: str
+) -> TurnMemories:
+    """The turn's memories: kept from the turn's first read in this process, else read now (and kept)."""
+    key = _turn_key(store, settings, messages, thread_id)
+    with _turns_lock:
+        kept = _turns.get(key)
+        if kept is not None and kept.store is store:
+            _turns.move_to_end(key)
+            return kept
+    memories = read_turn_memories(store, settings, messages)
+    with _turns_lock:
+        _turns[key] = memories
+        while len(_turns) > TURNS_KEPT:
+            _turns.popitem(last=False)
+    return memories
+
+
+def start_turn(store: BaseStore, settings: Configuration, messages: Sequence[AnyMessage], thread_id: str) -> TurnMemories:
+    """Read the memories afresh at the start of a turn and keep them for the rest of it."""
+    key = _turn_key(store, settings, messages, thread_id)
+    with _turns_lock:
+        _turns.pop(key, None)
+    return turn_memories(store, settings, messages, thread_id)
+
+
+def _turn_key(store: BaseStore, settings: Configuration, messages: Sequence[AnyMessage], thread_id: str) -> tuple:
+    latest = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
+    return (
+        id(store),
+        settings.resolved_user_id,
+        thread_id,
+        latest.id if latest else None,
+        settings.todo_prompt_limit,
+        settings.todo_update_limit,
+    )
+
+
+def with_turn_changes(existing: dict[str, dict], messages: Sequence[AnyMessage], kind: str) -> dict[str, dict]:
+    """`existing` documents with the changes that this turn's earlier update rounds saved to `kind` applied."""
+    latest = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
+    documents = dict(existing)
+    for message in messages[latest + 1 :]:
+        artifact = message.artifact if isinstance(message, ToolMessage) else None
+        if not isinstance(artifact, dict) or artifact.get("kind") != kind:
+            continue
+        for change in artifact.get("changes") or []:
+            if change.get("after") is None:
+                documents.pop(change["key"], None)
+            else:
+                documents[change["key"]] = change["after"]
+    return documents

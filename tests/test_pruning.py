@@ -1,0 +1,96 @@
+"""Pruned checkpoints: a thread keeps what resuming and `get_state` need, on SQLite and PostgreSQL, and a
+database written before pruning shrinks when it is first opened."""
+
+from pathlib import Path
+
+from langchain_core.messages import HumanMessage
+
+from graph import build_graph, close_graph
+from graph.agent import create_builder
+from graph.backends.sqlite import DATABASE_FILE
+from graph.memory.admin import last_thread
+from tests.support.helpers import config, todos
+from tests.support.scripted_session import task_keeper
+
+TURNS = 8
+# The previous turn's last checkpoint and the five of a turn with one memory update.
+MOST_CHECKPOINTS = 6
+
+
+def play(agent, turns: int, start: int = 0) -> None:
+    for n in range(start, start + turns):
+        agent.invoke({"messages": [HumanMessage(f"Remind me: task {n}")]}, config())
+
+
+def test_a_thread_keeps_only_its_latest_checkpoints(agent, model):
+    model.standing.update(task_keeper().standing)
+    play(agent, TURNS)
+
+    checkpoints = list(agent.checkpointer.list(config()))
+    assert len(checkpoints) <= MOST_CHECKPOINTS, len(checkpoints)
+    state = agent.get_state(config())
+    assert len(state.values["messages"]) == 4 * TURNS and not state.next
+    assert len(todos(agent)) == TURNS
+    assert last_thread(agent.checkpointer, "Lance") == "1"
+
+    play(agent, 1, start=TURNS)
+    assert len(agent.get_state(config()).values["messages"]) == 4 * (TURNS + 1), "the thread goes on"
+
+
+def _unpruned_sqlite(directory: Path, model) -> None:
+    """A database written the way LangGraph's own SqliteSaver keeps checkpoints: every one."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.store.sqlite import SqliteStore
+
+    from graph.backends.sqlite import connect
+
+    directory.mkdir(parents=True)
+    saver = SqliteSaver(connect(directory / DATABASE_FILE, autocommit=False))
+    store = SqliteStore(connect(directory / DATABASE_FILE, autocommit=True))
+    saver.setup()
+    store.setup()
+    graph = create_builder(lambda _settings: model).compile(checkpointer=saver, store=store)
+    play(graph, TURNS)
+    saver.conn.close()
+    store.conn.close()
+
+
+def test_an_existing_sqlite_database_is_pruned_on_first_open(tmp_path, model):
+    model.standing.update(task_keeper().standing)
+    directory = tmp_path / "old"
+    _unpruned_sqlite(directory, model)
+    before = (directory / DATABASE_FILE).stat().st_size
+
+    agent = build_graph(directory, chat_model=lambda _settings: model)
+    try:
+        assert len(list(agent.checkpointer.list(config()))) == 1
+        assert len(agent.get_state(config()).values["messages"]) == 4 * TURNS
+        play(agent, 1, start=TURNS)
+        assert len(todos(agent)) == TURNS + 1
+    finally:
+        close_graph(agent)
+    assert (directory / DATABASE_FILE).stat().st_size < before / 2, "the file is vacuumed"
+
+
+def test_an_existing_postgres_database_is_pruned_on_first_open(fresh_database, model):
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from langgraph.store.postgres import PostgresStore
+
+    model.standing.update(task_keeper().standing)
+    with PostgresSaver.from_conn_string(fresh_database) as saver, PostgresStore.from_conn_string(fresh_database) as store:
+        saver.setup()
+        store.setup()
+        play(create_builder(lambda _settings: model).compile(checkpointer=saver, store=store), TURNS)
+        assert len(list(saver.list(config()))) == 5 * TURNS
+
+    agent = build_graph(database_url=fresh_database, chat_model=lambda _settings: model)
+    try:
+        assert len(list(agent.checkpointer.list(config()))) == 1
+        assert len(agent.get_state(config()).values["messages"]) == 4 * TURNS
+        with agent.checkpointer.conn.connection() as conn:
+            blobs = conn.execute("SELECT count(*) AS n FROM checkpoint_blobs").fetchone()["n"]
+        assert blobs <= 2, "blobs no kept checkpoint uses are gone"
+        play(agent, 1, start=TURNS)
+        assert len(agent.get_state(config()).values["messages"]) == 4 * (TURNS + 1)
+    finally:
+        close_graph(agent)
