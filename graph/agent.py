@@ -29,7 +29,7 @@ from graph.nodes.chat import task_maistro
 from graph.nodes.update_instructions import update_instructions
 from graph.nodes.update_profile import update_profile
 from graph.nodes.update_todos import update_todos
-from graph.state import State
+from graph.state import InputState, State
 from graph.thread.tool_calls import pending_update_calls
 
 UPDATE_NODES = {
@@ -39,6 +39,8 @@ UPDATE_NODES = {
 }
 NODE_FOR_UPDATE_TYPE = {update_type: name for update_type, (name, _) in UPDATE_NODES.items()}
 UpdateNode = Literal["update_profile", "update_todos", "update_instructions"]
+# The graph's name: the API server names its assistant after it, and MCP clients see it as the tool's name.
+AGENT_NAME = "todo_memory_agent"
 
 
 def route_message(state: State, config: RunnableConfig) -> list[UpdateNode] | Literal["__end__"]:
@@ -49,7 +51,7 @@ def route_message(state: State, config: RunnableConfig) -> list[UpdateNode] | Li
 
 def create_builder(chat_model: ChatModelFactory = load_chat_model) -> StateGraph:
     """The uncompiled graph; `chat_model` turns a run's settings into the chat model every node uses."""
-    builder = StateGraph(State, context_schema=Configuration)
+    builder = StateGraph(State, input_schema=InputState, context_schema=Configuration)
     builder.add_node("task_maistro", partial(task_maistro, chat_model=chat_model))
     for name, node in UPDATE_NODES.values():
         builder.add_node(name, partial(node, chat_model=chat_model))
@@ -61,7 +63,7 @@ def create_builder(chat_model: ChatModelFactory = load_chat_model) -> StateGraph
 
 def compile_agent(chat_model: ChatModelFactory = load_chat_model, **persistence: Any) -> CompiledStateGraph:
     """The compiled graph (with `checkpointer` and `store` when given), every run capped in model calls."""
-    compiled = create_builder(chat_model).compile(name="task_maistro", **persistence)
+    compiled = create_builder(chat_model).compile(name=AGENT_NAME, **persistence)
     return compiled.with_config(callbacks=[ModelCallBudget()])
 
 

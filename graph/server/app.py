@@ -1,17 +1,31 @@
 """The custom HTTP app `langgraph.json` mounts into the API server (`http.app`): routes of our own.
 
 `/info` shadows the server's own: it tells clients (Agent Chat UI reads it) that crons are off while auth is
-on, since the auth rules refuse them.
+on, since the auth rules refuse them. `/memories` is the memory page: plain HTML, CSS and JavaScript shipped
+in `static/`, whose JSON endpoints (`graph.server.memory_api`) authenticate each request themselves.
 """
 
 import json
+from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
+from starlette.responses import FileResponse, JSONResponse, RedirectResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 
+from graph.server import memory_api
 from graph.server.auth import auth_enabled
+
+STATIC = Path(__file__).with_name("static")
+# The page loads only its own files and talks only to its own server; no other site may frame it.
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
 
 
 async def info(request: Request) -> JSONResponse:
@@ -23,4 +37,22 @@ async def info(request: Request) -> JSONResponse:
     return JSONResponse(served)
 
 
-app = Starlette(routes=[Route("/info", info, methods=["GET"])])
+async def memory_page(request: Request) -> FileResponse:
+    """The memory page itself; it signs in and loads the memories from the browser."""
+    return FileResponse(STATIC / "memories.html", headers=PAGE_HEADERS)
+
+
+async def memory_page_slash(request: Request) -> RedirectResponse:
+    """`/memories/` → `/memories`, relative, so that the page's relative links work under any mount prefix."""
+    return RedirectResponse("../memories")
+
+
+app = Starlette(
+    routes=[
+        Route("/info", info, methods=["GET"]),
+        Route("/memories", memory_page, methods=["GET"]),
+        Route("/memories/", memory_page_slash, methods=["GET"]),
+        Mount("/memories/static", StaticFiles(directory=STATIC), name="memory-page-files"),
+        *memory_api.routes,
+    ]
+)

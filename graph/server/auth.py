@@ -129,7 +129,8 @@ def _too_large(what: str, size: int, limit: int) -> Exception:
     return HTTPException(status_code=413, detail=f"{what} is {size:,} bytes; the limit is {limit:,} bytes")
 
 
-def _json_size(value: Any) -> int:
+def json_size(value: Any) -> int:
+    """How many bytes `value` takes as JSON (UTF-8): what the size limits count."""
     return len(json.dumps(value, ensure_ascii=False, default=str).encode())
 
 
@@ -168,7 +169,7 @@ def _stamp_owner(value: dict, owner: str) -> None:
 async def own_threads(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.FilterType | None:
     """Threads and the runs on them: new ones are stamped with their owner; every access is filtered by it."""
     if ctx.action == "create_run":
-        size = _json_size((value.get("kwargs") or {}).get("input"))
+        size = json_size((value.get("kwargs") or {}).get("input"))
         if size > MAX_RUN_INPUT_BYTES:
             raise _too_large("The run's input", size, MAX_RUN_INPUT_BYTES)
     if not auth_enabled():
@@ -211,7 +212,7 @@ def scoped_namespace(action: str, namespace: tuple[str, ...] | None, label: str)
 def bound_store_request(action: str, value: dict) -> None:
     """Refuse an oversized store value (HTTP 413) and clamp a search's limit and offset to sane ranges."""
     if action == "put" and value.get("value") is not None:
-        size = _json_size(value["value"])
+        size = json_size(value["value"])
         if size > MAX_STORE_VALUE_BYTES:
             raise _too_large("The store value", size, MAX_STORE_VALUE_BYTES)
     if action in ("search", "list_namespaces"):

@@ -133,7 +133,7 @@ def tutorial(client: SyncLangGraphClient, script: Script) -> Tutorial:
 
 def test_langgraph_json_serves_the_graph_without_its_own_persistence():
     spec = json.loads((ROOT / "langgraph.json").read_text())
-    path, variable = spec["graphs"][GRAPH_ID].split(":")
+    path, variable = spec["graphs"][GRAPH_ID]["path"].split(":")
     assert spec["dependencies"] == ["."] and (ROOT / path).is_file() and variable == "graph"
     requires_python = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
     assert spec["env"] == ".env" and requires_python == f">={spec['python_version']}"

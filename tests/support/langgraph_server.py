@@ -46,7 +46,7 @@ def scratch_config(directory: Path) -> Path:
     """The project's langgraph.json, runnable from `directory`: paths made absolute, `env` read from there."""
     spec = json.loads((ROOT / "langgraph.json").read_text())
     spec["dependencies"] = [str((ROOT / dependency).resolve()) for dependency in spec["dependencies"]]
-    spec["graphs"] = {graph_id: str(ROOT / path) for graph_id, path in spec["graphs"].items()}
+    spec["graphs"] = {graph_id: {**graph, "path": str(ROOT / graph["path"])} for graph_id, graph in spec["graphs"].items()}
     spec["store"]["index"]["embed"] = str(ROOT / spec["store"]["index"]["embed"])
     spec["auth"]["path"] = str(ROOT / spec["auth"]["path"])
     spec["http"]["app"] = str(ROOT / spec["http"]["app"])

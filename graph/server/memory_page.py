@@ -1,0 +1,188 @@
+"""What the memory page shows and changes: one user's memories, read and edited on any LangGraph store.
+
+Every edit goes the way the agent's own do (`graph.memory.changes.commit_changes`): checked against the
+memory's stored schema first, secrets redacted, written in one batch with its history entry, and so undoable
+like any other change. An edit may name the document it started from (`base`); if the agent or another tab
+changed the document since, the edit is refused rather than overwriting that change.
+"""
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from langgraph.store.base import BaseStore, Item
+
+from graph.memory.changes import (
+    CLOSED_STATUSES,
+    ChangeContext,
+    IrreversibleChangeError,
+    MemoryChange,
+    UnknownChangeError,
+    commit_changes,
+    document_problem,
+    list_history,
+    undo_change,
+)
+from graph.memory.store import (
+    INSTRUCTIONS,
+    INSTRUCTIONS_KEY,
+    PROFILE,
+    PROFILE_KEY,
+    TODO,
+    namespace,
+    read_profile,
+    read_todos,
+)
+from graph.server.auth import MAX_STORE_VALUE_BYTES, json_size
+
+# Where page edits say they came from, in the history.
+SOURCE = "on the memory page"
+# How many history entries (newest first) the page gets unless it asks for more.
+HISTORY_SHOWN = 50
+# The `base` of an edit that names none: the edit applies to whatever is stored.
+NO_BASE = object()
+KIND_NAMES = {TODO: "ToDo", PROFILE: "profile", INSTRUCTIONS: "instructions"}
+
+
+@dataclass
+class PageError(Exception):
+    """A request the page cannot carry out: the HTTP status, one sentence saying why, and any response headers."""
+
+    status: int
+    detail: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def todo_entry(item: Item) -> dict[str, Any]:
+    """A ToDo as the page gets it: store key, document and timestamps."""
+    return {
+        "key": item.key,
+        "value": item.value,
+        "created_at": item.created_at.isoformat(),
+        "updated_at": item.updated_at.isoformat(),
+    }
+
+
+def _deadline(item: Item) -> float:
+    try:
+        return datetime.fromisoformat(item.value["deadline"]).timestamp()
+    except (KeyError, TypeError, ValueError):
+        return float("inf")
+
+
+def open_first(items: list[Item]) -> list[Item]:
+    """ToDos in the order the page lists them: open ones first, then by deadline (none last), then oldest first."""
+    return sorted(items, key=lambda item: (item.value.get("status") in CLOSED_STATUSES, _deadline(item)))
+
+
+def read_memories(store: BaseStore, user_id: str, history_shown: int = HISTORY_SHOWN) -> dict[str, Any]:
+    """Everything the page shows for one user: profile, ToDos (open first), instructions and history (newest first)."""
+    profile = read_profile(store, user_id)
+    instructions = store.get(namespace(INSTRUCTIONS, user_id), INSTRUCTIONS_KEY)
+    history = list_history(store, user_id)
+    return {
+        "user_id": user_id,
+        "profile": profile.value if profile else None,
+        "todos": [todo_entry(item) for item in open_first(read_todos(store, user_id))],
+        "instructions": instructions.value if instructions else None,
+        "history": history[::-1][:history_shown],
+        "history_total": len(history),
+    }
+
+
+def _mentions(value: dict[str, Any], words: str) -> bool:
+    text = " ".join([str(value.get("task", "")), *map(str, value.get("solutions") or []), str(value.get("status"))])
+    return words.casefold() in text.casefold()
+
+
+def search_todos(store: BaseStore, user_id: str, query: str, limit: int) -> dict[str, Any]:
+    """The user's ToDos that best match `query`: by meaning when the store has a semantic index, else by text.
+
+    `semantic` says which: with an index the store scores every item and the best `limit` come back; without
+    one, the ToDos whose task, solutions or status contain the words come back, open first.
+    """
+    ranked = store.search(namespace(TODO, user_id), query=query, limit=limit)
+    if any(item.score is not None for item in ranked):
+        return {"semantic": True, "todos": [todo_entry(item) for item in ranked]}
+    found = [item for item in open_first(read_todos(store, user_id)) if _mentions(item.value, query)]
+    return {"semantic": False, "todos": [todo_entry(item) for item in found[:limit]]}
+
+
+def _check_base(base: Any, current: dict[str, Any] | None, kind: str) -> None:
+    if base is not NO_BASE and base != current:
+        raise PageError(
+            409, f"Your {KIND_NAMES[kind]} changed since the page showed it (the agent or another tab edited it); "
+            "look at the new version and make your change again."
+        )
+
+
+def _commit(store: BaseStore, user_id: str, kind: str, change: MemoryChange, message: str) -> dict[str, Any]:
+    """Check the new document against its schema, then commit the change like the agent does; what was saved."""
+    if (size := json_size(change.after)) > MAX_STORE_VALUE_BYTES:
+        raise PageError(413, f"The {KIND_NAMES[kind]} is {size:,} bytes of JSON; the limit is {MAX_STORE_VALUE_BYTES:,}.")
+    if change.after is not None and (problem := document_problem(kind, change.key, change.after)):
+        raise PageError(422, f"The {KIND_NAMES[kind]} was not saved: {problem}.")
+    context = ChangeContext(thread_id="", message=message, seed=f"memory-page/{uuid.uuid4()}")
+    saved, secrets = commit_changes(store, user_id, kind, [change], context)
+    return {"saved": bool(saved), "value": saved[0].after if saved else change.before, "secrets": sorted(secrets)}
+
+
+def _fields(value: Any, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise PageError(400, f"Send the {what} as a JSON object in `value`.")
+    return value
+
+
+def _todo(store: BaseStore, user_id: str, key: str) -> Item:
+    item = store.get(namespace(TODO, user_id), key)
+    if item is None:
+        raise PageError(404, "There is no such ToDo on your list (it may have been deleted).")
+    return item
+
+
+def edit_todo(store: BaseStore, user_id: str, key: str, fields: Any, base: Any = NO_BASE) -> dict[str, Any]:
+    """Change some fields of one of the user's ToDos (marking it done is `{"status": "done"}`)."""
+    fields = _fields(fields, "ToDo's fields")
+    current = _todo(store, user_id, key).value
+    _check_base(base, current, TODO)
+    message = f"Changed {', '.join(sorted(name.replace('_', ' ') for name in fields)) or 'nothing'} {SOURCE}"
+    return _commit(store, user_id, TODO, MemoryChange("updated", key, current, {**current, **fields}), message)
+
+
+def delete_todo(store: BaseStore, user_id: str, key: str, base: Any = NO_BASE) -> dict[str, Any]:
+    """Delete one of the user's ToDos (the history keeps it, so it can be undone)."""
+    current = _todo(store, user_id, key).value
+    _check_base(base, current, TODO)
+    return _commit(store, user_id, TODO, MemoryChange("deleted", key, current, None), f"Deleted {SOURCE}")
+
+
+def _replace(store: BaseStore, user_id: str, kind: str, key: str, before: Any, after: Any, base: Any) -> dict:
+    _check_base(base, before, kind)
+    change = MemoryChange("updated" if before is not None else "created", key, before, after)
+    return _commit(store, user_id, kind, change, f"Edited {SOURCE}")
+
+
+def save_profile(store: BaseStore, user_id: str, value: Any, base: Any = NO_BASE) -> dict[str, Any]:
+    """Replace the user's profile with `value` (a whole `Profile` document)."""
+    current = read_profile(store, user_id)
+    profile = _fields(value, "profile")
+    return _replace(store, user_id, PROFILE, PROFILE_KEY, current.value if current else None, profile, base)
+
+
+def save_instructions(store: BaseStore, user_id: str, value: Any, base: Any = NO_BASE) -> dict[str, Any]:
+    """Replace the user's instructions with `value` (`{"memory": text}`)."""
+    current = store.get(namespace(INSTRUCTIONS, user_id), INSTRUCTIONS_KEY)
+    document = _fields(value, "instructions")
+    return _replace(store, user_id, INSTRUCTIONS, INSTRUCTIONS_KEY, current.value if current else None, document, base)
+
+
+def undo(store: BaseStore, user_id: str, change_id: str) -> dict[str, Any]:
+    """Undo one change from the user's history; returns the history entry recording the undo."""
+    try:
+        return undo_change(store, user_id, change_id)
+    except UnknownChangeError:
+        raise PageError(404, "There is no such change in your history.") from None
+    except IrreversibleChangeError as error:
+        detail = str(error)
+        raise PageError(409, f"{detail[:1].upper()}{detail[1:]}.") from None

@@ -1,0 +1,410 @@
+"""The memory page (`/memories`) on a real `langgraph dev`, driven in Debian's headless Chromium by Playwright.
+
+One server runs with two users' tokens (alice and bob), another open (no tokens); their model calls go to the
+local OpenAI-compatible stub. ToDos are written by chats through the SDK, as the agent writes them; the page
+then reads, edits, deletes and undoes them, and every step is checked in the server's store through the SDK.
+Every page must log no JavaScript error. Screenshots land in `tests/server/screenshots/latest/`.
+"""
+
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from langgraph_sdk import get_sync_client
+from langgraph_sdk.client import SyncLangGraphClient
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from graph.memory.store import HISTORY, INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_KEY, TODO, user_label
+from graph.server.auth import MAX_STORE_VALUE_BYTES
+from graph.server.memory_api import MAX_BODY_BYTES
+from tests.support.langgraph_server import langgraph_dev, new_thread, offline_environment, play
+from tests.support.openai_stub import OpenAIStub, text_reply, tool_calls_reply
+from tests.support.stub_script import Script, update
+
+ALICE, BOB = "alice", "bob"
+TOKENS = {ALICE: "alice-page-8e1f0c", BOB: "bob-page-2c7d9a"}
+SCREENSHOTS = Path(__file__).with_name("screenshots") / "latest"
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+SWIM = {
+    "task": "Book swim lessons for the baby",
+    "time_to_complete": 30,
+    "deadline": "2030-11-20T23:59:00-08:00",
+    "solutions": ["Check the Aquatic Center's schedule", "Ask other parents"],
+    "status": "not started",
+}
+LOCK = {
+    "task": "Fix the jammed electric door lock",
+    "time_to_complete": 60,
+    "deadline": None,
+    "solutions": ["Call a locksmith", "Check the lock's warranty"],
+    "status": "in progress",
+}
+TOYOTA = {
+    "task": "Schedule the Toyota 4Runner oil change",
+    "time_to_complete": 10,
+    "deadline": "2024-12-01T09:00:00-08:00",
+    "solutions": ["Call the dealer", "Book online"],
+    "status": "not started",
+}
+PAGE_SOURCE = "on the memory page"
+# A Playwright assertion waits this long: the server embeds ToDos and the machine is shared.
+expect.set_options(timeout=20_000)
+
+
+@pytest.fixture(scope="module")
+def server(stub: OpenAIStub, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server with alice's and bob's tokens, its model calls going to the stub."""
+    scratch = tmp_path_factory.mktemp("memory-page")
+    environment = offline_environment(
+        OPENAI_BASE_URL=stub.base_url,
+        OPENAI_API_KEY="test",
+        MAISTRO_DATA_DIR=str(scratch / "data"),
+        MAISTRO_AUTH_TOKENS=",".join(f"{token}:{user}" for user, token in TOKENS.items()),
+    )
+    with langgraph_dev(scratch, environment) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Debian's headless Chromium, driven by Playwright (its own browser download cannot reach the internet)."""
+    chromium = shutil.which("chromium")
+    assert chromium, "Debian's chromium is missing: apt-get install chromium (.ci/run installs it)"
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def open_tab(browser: Browser) -> Iterator[Callable[..., Page]]:
+    """Open pages in fresh browser sessions; at the end, fail on any JavaScript error they logged.
+
+    `expected` lists console messages a test provokes on purpose (the browser logs every HTTP error response).
+    """
+    contexts, errors = [], []
+
+    def open_page(viewport: dict = DESKTOP, expected: tuple[str, ...] = ()) -> Page:
+        context = browser.new_context(viewport=viewport, timezone_id="America/Los_Angeles", locale="en-US")
+        contexts.append(context)
+        page = context.new_page()
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on(
+            "console",
+            lambda message: errors.append(message.text)
+            if message.type == "error" and not any(text in message.text for text in expected)
+            else None,
+        )
+        return page
+
+    yield open_page
+    for context in contexts:
+        context.close()
+    assert errors == [], errors
+
+
+def sdk(url: str, user: str) -> SyncLangGraphClient:
+    """An SDK client holding the user's token."""
+    return get_sync_client(url=url, api_key=TOKENS[user])
+
+
+def chat_todos(client: SyncLangGraphClient, script: Script, text: str, *todos: dict) -> None:
+    """One chat turn in which the agent saves `todos` (the stub plays the model)."""
+    script.add("chat", update("todo"), text_reply("Saved."))
+    script.add("todo", tool_calls_reply(*(("ToDo", todo) for todo in todos)))
+    play(client, new_thread(client), text)
+
+
+def stored_todos(client: SyncLangGraphClient, user: str) -> dict[str, tuple[str, dict]]:
+    """The user's ToDos in the server's store, by task: (key, document)."""
+    items = client.store.search_items((TODO, user_label(user)), limit=100)["items"]
+    return {item["value"]["task"]: (item["key"], item["value"]) for item in items}
+
+
+def stored_history(client: SyncLangGraphClient, user: str) -> list[dict]:
+    """The user's history entries in the server's store, oldest first."""
+    items = client.store.search_items((HISTORY, user_label(user)), limit=100)["items"]
+    return sorted((item["value"] for item in items), key=lambda entry: (entry["time"], entry["order"]))
+
+
+def stored(client: SyncLangGraphClient, kind: str, user: str, key: str) -> dict | None:
+    """One document of the user's from the server's store (None if there is none)."""
+    found = client.store.search_items((kind, user_label(user)), limit=100)["items"]
+    return next((item["value"] for item in found if item["key"] == key), None)
+
+
+def sign_in(page: Page, url: str, token: str) -> None:
+    """Open the page, give the token in its password field, and wait until the memories show."""
+    page.goto(f"{url}/memories")
+    field = page.get_by_label("Access token")
+    expect(field).to_have_attribute("type", "password")
+    field.fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_text("Signed in as")).to_be_visible()
+
+
+def tasks_shown(page: Page) -> list[str]:
+    """The tasks of the ToDo cards on the page, in order."""
+    return page.locator("#todo-list h3").all_inner_texts()
+
+
+def screenshot(page: Page, name: str, full_page: bool = True) -> None:
+    """Save a screenshot from the test run (the whole page, or what the window shows)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / name), full_page=full_page)
+
+
+def test_a_user_sees_what_a_chat_saved_edits_deletes_and_undoes_and_the_store_follows(server, script, open_tab):
+    alice = sdk(server, ALICE)
+    chat_todos(alice, script, "Swim lessons for the baby, the door lock, and the oil change.", SWIM, LOCK, TOYOTA)
+    keys = {task: key for task, (key, _) in stored_todos(alice, ALICE).items()}
+    page = open_tab()
+
+    sign_in(page, server, TOKENS[ALICE])
+    expect(page.get_by_text("Signed in as alice")).to_be_visible()
+    assert page.evaluate("Object.values(sessionStorage)") == [TOKENS[ALICE]] and page.evaluate("localStorage.length") == 0
+    expect(page.locator("#todo-list h3")).to_have_text([TOYOTA["task"], SWIM["task"], LOCK["task"]])
+    expect(page.locator(".late")).to_have_text([" · overdue"])
+
+    page.get_by_role("button", name=f"Mark done: {LOCK['task']}").click()
+    expect(page.get_by_role("status")).to_have_text(f"Marked done: “{LOCK['task']}”.")
+    assert stored_todos(alice, ALICE)[LOCK["task"]] == (keys[LOCK["task"]], {**LOCK, "status": "done"})
+    assert stored_history(alice, ALICE)[-1]["message"] == f"Changed status {PAGE_SOURCE}"
+    expect(page.locator("#todo-list h3")).to_have_text([TOYOTA["task"], SWIM["task"], LOCK["task"]])
+    page.get_by_label("Status").select_option("done")
+    expect(page.locator("#todo-list h3")).to_have_text([LOCK["task"]])
+    page.get_by_label("Status").select_option("open")
+    expect(page.locator("#todo-list h3")).to_have_text([TOYOTA["task"], SWIM["task"]])
+    page.get_by_label("Status").select_option("all")
+
+    page.get_by_role("button", name=f"Edit: {SWIM['task']}").click()
+    page.get_by_label("Task").fill("Book swim lessons for Saturday mornings")
+    page.get_by_label("Time to complete (minutes)").fill("45")
+    page.get_by_label("Solutions (one per line)").fill("Check the Aquatic Center's schedule\nAsk the YMCA")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.get_by_role("heading", name="Book swim lessons for Saturday mornings")).to_be_visible()
+    edited = {
+        **SWIM,
+        "task": "Book swim lessons for Saturday mornings",
+        "time_to_complete": 45,
+        "solutions": ["Check the Aquatic Center's schedule", "Ask the YMCA"],
+    }
+    assert stored_todos(alice, ALICE)[edited["task"]] == (keys[SWIM["task"]], edited), "same key, deadline untouched"
+
+    page.get_by_role("button", name=f"Delete: {TOYOTA['task']}").click()
+    expect(page.get_by_role("heading", name=TOYOTA["task"])).to_have_count(0)
+    assert TOYOTA["task"] not in stored_todos(alice, ALICE)
+
+    newest = page.locator("#history-list > li").first
+    expect(newest).to_contain_text(f"ToDo “{TOYOTA['task']}” deleted")
+    newest.get_by_role("button", name="Undo").click()
+    expect(page.get_by_role("heading", name=TOYOTA["task"])).to_be_visible()
+    assert stored_todos(alice, ALICE)[TOYOTA["task"]] == (keys[TOYOTA["task"]], TOYOTA)
+
+    page.locator("#history-list > li", has_text=f"ToDo “{edited['task']}” changed").get_by_role("button").click()
+    expect(page.get_by_role("heading", name=SWIM["task"])).to_be_visible()
+    assert stored_todos(alice, ALICE)[SWIM["task"]] == (keys[SWIM["task"]], SWIM)
+    undone = page.locator("#history-list > li").first
+    expect(undone).to_contain_text("changed back (undo)")
+    expect(undone).to_contain_text("task: Book swim lessons for Saturday mornings → Book swim lessons for the baby")
+
+    page.get_by_label("Location").fill("Oakland")
+    page.get_by_role("button", name="Save profile").click()
+    expect(page.get_by_role("status")).to_have_text("Saved your profile.")
+    assert stored(alice, PROFILE, ALICE, PROFILE_KEY)["location"] == "Oakland"
+    page.get_by_label("How the agent should write your ToDos").fill("Name local shops. Wifi password: hunter2")
+    page.get_by_role("button", name="Save instructions").click()
+    expect(page.get_by_role("status")).to_have_text("Saved your instructions. Left out as secret: password.")
+    assert stored(alice, INSTRUCTIONS, ALICE, INSTRUCTIONS_KEY) == {"memory": "Name local shops. Wifi password: [redacted]"}
+    expect(page.get_by_label("How the agent should write your ToDos")).to_have_value("Name local shops. Wifi password: [redacted]")
+
+    plumber = {"task": "Call the plumber about the leak", "solutions": ["Ask the neighbours for a plumber"]}
+    chat_todos(alice, script, "The kitchen sink leaks; remind me to call a plumber.", plumber)
+    expect(page.get_by_role("heading", name=plumber["task"])).to_be_visible()
+    newest = page.locator("#history-list > li").first
+    expect(newest).to_contain_text(f"ToDo “{plumber['task']}” added")
+    expect(newest).to_contain_text("“The kitchen sink leaks; remind me to call a plumber.”")
+    page.evaluate("window.scrollTo(0, 0)")
+    screenshot(page, "memory-page.png", full_page=False)
+    screenshot(page, "memory-page-full.png")
+
+
+def test_the_search_box_finds_todos_by_meaning(server, script, open_tab):
+    alice = sdk(server, ALICE)
+    chat_todos(
+        alice,
+        script,
+        "Three things to remember.",
+        {"task": "Buy a birthday cake for Mia", "solutions": ["Order from the bakery"]},
+        {"task": "Sign the kids up for swimming classes", "solutions": ["Call the community pool"]},
+        {"task": "Renew the car insurance", "solutions": ["Compare quotes online"]},
+    )
+    page = open_tab()
+    sign_in(page, server, TOKENS[ALICE])
+
+    page.get_by_label("Search").fill("natation pour enfants à la piscine")
+    page.get_by_role("button", name="Search", exact=True).click()
+
+    expect(page.locator("#search-note")).to_have_text("ToDos closest in meaning to “natation pour enfants à la piscine”, best first.")
+    assert "swim" in tasks_shown(page)[0]
+    page.get_by_role("button", name="Clear search").click()
+    expect(page.locator("#search-note")).to_have_text("")
+    assert len(tasks_shown(page)) == len(stored_todos(alice, ALICE))
+
+
+def test_the_page_works_by_keyboard_and_on_a_phone(server, script, open_tab):
+    alice = sdk(server, ALICE)
+    chat_todos(alice, script, "Remind me to water the ferns.", {"task": "Water the ferns", "solutions": ["Every Sunday"]})
+    page = open_tab(PHONE)
+    page.goto(f"{server}/memories")
+
+    expect(page.get_by_label("Access token")).to_be_focused()
+    page.keyboard.type(TOKENS[ALICE])
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Water the ferns")).to_be_visible()
+    for _ in range(60):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.getAttribute('aria-label')") == "Edit: Water the ferns":
+            break
+    expect(page.get_by_role("button", name="Edit: Water the ferns")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.get_by_label("Task")).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(page.get_by_role("button", name="Edit: Water the ferns")).to_be_focused()
+
+    unlabelled = page.evaluate(
+        "[...document.querySelectorAll('input, select, textarea, button')]"
+        ".filter(c => !c.hidden && !(c.labels && c.labels.length) && !c.getAttribute('aria-label') && !c.textContent.trim())"
+        ".map(c => c.outerHTML)"
+    )
+    assert unlabelled == []
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"], "no sideways scrolling on a phone"
+    screenshot(page, "memory-page-phone.png")
+
+
+def test_the_other_user_sees_and_changes_none_of_it(server, script, open_tab):
+    alice = sdk(server, ALICE)
+    chat_todos(alice, script, "Remind me about the surprise party.", {"task": "Plan Bob's surprise party", "solutions": ["Book the hall"]})
+    key, before = stored_todos(alice, ALICE)["Plan Bob's surprise party"]
+    change_id = stored_history(alice, ALICE)[-1]["id"]
+    alice_before = (stored_todos(alice, ALICE), stored_history(alice, ALICE), stored(alice, PROFILE, ALICE, PROFILE_KEY))
+    page = open_tab()
+
+    sign_in(page, server, TOKENS[BOB])
+    expect(page.get_by_text("Signed in as bob")).to_be_visible()
+    expect(page.get_by_text("No ToDos yet.")).to_be_visible()
+    expect(page.get_by_text("No changes yet.")).to_be_visible()
+    expect(page.get_by_label("Name")).to_have_value("")
+
+    api = f"{server}/memories/api"
+    as_bob = {"Authorization": f"Bearer {TOKENS[BOB]}"}
+    view = httpx.get(f"{api}/memories", params={"user_id": ALICE}, headers=as_bob).json()
+    assert (view["user_id"], view["todos"], view["history"]) == (BOB, [], [])
+    searched = httpx.get(f"{api}/todos", params={"query": "surprise party", "user_id": ALICE}, headers=as_bob).json()
+    assert searched["todos"] == []
+    attempts = [
+        ("PATCH", f"{api}/todos/{key}", {"value": {"status": "done"}}),
+        ("DELETE", f"{api}/todos/{key}", None),
+        ("POST", f"{api}/history/{change_id}/undo", None),
+    ]
+    for method, url, body in attempts:
+        for params in ({}, {"user_id": ALICE}):
+            answer = httpx.request(method, url, json=body, params=params, headers={"X-Api-Key": TOKENS[BOB]})
+            assert answer.status_code == 404, (method, url, answer.text)
+    profile = {"name": "Bob", "location": None, "job": None, "connections": [], "interests": []}
+    saved = httpx.put(f"{api}/profile", params={"user_id": ALICE}, json={"value": profile}, headers=as_bob)
+    assert saved.status_code == 200 and stored(sdk(server, BOB), PROFILE, BOB, PROFILE_KEY) == profile
+
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"X-Api-Key": "wrong"}):
+        for method, url, body in [("GET", f"{api}/memories", None), ("PUT", f"{api}/profile", {"value": profile}), *attempts]:
+            answer = httpx.request(method, url, json=body, params={"user_id": ALICE}, headers=headers)
+            assert answer.status_code == 401 and answer.json()["detail"], (method, url, headers)
+    assert (stored_todos(alice, ALICE), stored_history(alice, ALICE), stored(alice, PROFILE, ALICE, PROFILE_KEY)) == alice_before
+    assert before["status"] == "not started"
+
+
+def test_a_wrong_token_is_refused_with_one_sentence(server, open_tab):
+    page = open_tab(expected=("401",))
+    page.goto(f"{server}/memories")
+    page.get_by_label("Access token").fill("not-a-token")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_have_text("That token was not accepted: Unknown or expired token.")
+    expect(page.get_by_label("Access token")).to_be_focused()
+    assert page.evaluate("sessionStorage.length") == 0
+
+
+def test_bad_edits_get_one_sentence_and_change_nothing(server, script, open_tab):
+    alice = sdk(server, ALICE)
+    chat_todos(alice, script, "Remind me to fix the gate.", {"task": "Fix the garden gate", "solutions": ["Buy new hinges"]})
+    key, gate = stored_todos(alice, ALICE)["Fix the garden gate"]
+    before = (stored_todos(alice, ALICE), stored_history(alice, ALICE))
+    url = f"{server}/memories/api/todos/{key}"
+    headers = {"Authorization": f"Bearer {TOKENS[ALICE]}"}
+
+    refusals = {
+        422: [{"value": {"status": "someday"}}, {"value": {"colour": "red"}}, {"value": {"solutions": []}}],
+        409: [{"value": {"status": "done"}, "base": {**gate, "task": "Fix the gate"}}],
+        413: [{"value": {"task": "x" * (MAX_STORE_VALUE_BYTES + 1)}}],
+        400: [{"value": "done"}],
+    }
+    for status, bodies in refusals.items():
+        for body in bodies:
+            answer = httpx.patch(url, json=body, headers=headers)
+            assert answer.status_code == status, (body, answer.text)
+            assert answer.json()["detail"].endswith("."), answer.text
+    assert httpx.patch(url, content=b"{not json", headers=headers).status_code == 400
+    huge = httpx.patch(url, content=b"{" + b" " * MAX_BODY_BYTES + b"}", headers=headers)
+    assert huge.status_code == 413
+    assert httpx.patch(f"{server}/memories/api/todos/no-such-key", json={"value": {}}, headers=headers).status_code == 404
+    assert httpx.post(f"{server}/memories/api/history/no-such-change/undo", headers=headers).status_code == 404
+    assert (stored_todos(alice, ALICE), stored_history(alice, ALICE)) == before
+
+    page = open_tab(expected=("422",))
+    sign_in(page, server, TOKENS[ALICE])
+    page.get_by_role("button", name="Edit: Fix the garden gate").click()
+    page.get_by_label("Solutions (one per line)").fill("")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.get_by_role("alert")).to_have_text("The ToDo was not saved: solutions: List should have at least 1 item after validation, not 0.")
+    expect(page.get_by_label("Task")).to_have_value("Fix the garden gate")
+    assert (stored_todos(alice, ALICE), stored_history(alice, ALICE)) == before
+
+
+@pytest.fixture(scope="module")
+def open_server(stub: OpenAIStub, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server without tokens (an open dev server)."""
+    scratch = tmp_path_factory.mktemp("memory-page-open")
+    environment = offline_environment(
+        OPENAI_BASE_URL=stub.base_url, OPENAI_API_KEY="test", MAISTRO_DATA_DIR=str(scratch / "data")
+    )
+    with langgraph_dev(scratch, environment) as url:
+        yield url
+
+
+def test_on_an_open_server_the_page_asks_which_user(open_server, script, open_tab):
+    client = get_sync_client(url=open_server)
+    chat_todos(client, script, "Remind me to buy milk.", {"task": "Buy milk", "solutions": ["Corner shop"]})
+    script.add("chat", update("todo"), text_reply("Saved."))
+    script.add("todo", tool_calls_reply(("ToDo", {"task": "Call Lance's mum", "solutions": ["Sunday evening"]})))
+    play(client, new_thread(client), "Remind me to call my mum.", config={"configurable": {"user_id": "Lance"}})
+    page = open_tab()
+    page.goto(f"{open_server}/memories")
+
+    expect(page.get_by_label("Access token")).to_be_hidden()
+    expect(page.get_by_label("User id")).to_have_value("default-user")
+    expect(page.locator("#default-user")).to_have_text("default-user")
+    page.get_by_role("button", name="Show memories").click()
+    expect(page.get_by_text("Showing default-user (open server)")).to_be_visible()
+    expect(page.locator("#todo-list h3")).to_have_text(["Buy milk"])
+
+    page.get_by_role("button", name="Switch user").click()
+    page.get_by_label("User id").fill("Lance")
+    page.get_by_role("button", name="Show memories").click()
+    expect(page.get_by_text("Showing Lance (open server)")).to_be_visible()
+    expect(page.locator("#todo-list h3")).to_have_text(["Call Lance's mum"])
+    page.get_by_role("button", name="Mark done: Call Lance's mum").click()
+    expect(page.get_by_role("status")).to_contain_text("Marked done")
+    assert [item["value"]["status"] for item in client.store.search_items((TODO, "Lance"))["items"]] == ["done"]
+    assert [item["value"]["status"] for item in client.store.search_items((TODO, "default-user"))["items"]] == ["not started"]
