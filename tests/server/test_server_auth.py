@@ -10,9 +10,9 @@ import asyncio
 import json
 import threading
 import urllib.request
-from types import SimpleNamespace
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import httpx
 import pytest
