@@ -11,7 +11,14 @@ from langgraph_sdk.errors import APIStatusError
 
 from graph.memory.store import TODO, user_label
 from graph.server.auth import MAX_RUN_INPUT_BYTES, MAX_SEARCH_LIMIT, MAX_STORE_VALUE_BYTES
-from tests.support.langgraph_server import GRAPH_ID, langgraph_dev, new_thread, offline_environment, refused_start
+from tests.support.langgraph_server import (
+    GRAPH_ID,
+    langgraph_dev,
+    new_thread,
+    offline_environment,
+    refused_start,
+    token_server,
+)
 from tests.support.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply
 from tests.support.stub_script import Script, update
 
@@ -24,14 +31,7 @@ OPERATOR_MODEL = "gpt-operator"
 def server(stub: OpenAIStub, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A server with two users' tokens, the operator's model name, and the stub endpoint."""
     scratch = tmp_path_factory.mktemp("hardened")
-    environment = offline_environment(
-        OPENAI_BASE_URL=stub.base_url,
-        OPENAI_API_KEY="test",
-        MAISTRO_MODEL=OPERATOR_MODEL,
-        MAISTRO_DATA_DIR=str(scratch / "data"),
-        MAISTRO_AUTH_TOKENS=",".join(f"{token}:{user}" for user, token in TOKENS.items()),
-    )
-    with langgraph_dev(scratch, environment) as url:
+    with token_server(scratch, stub, TOKENS, MAISTRO_MODEL=OPERATOR_MODEL) as url:
         yield url
     assert "task-maistro auth is on: 2 token(s) for 2 user(s)" in (scratch / "server.log").read_text()
 

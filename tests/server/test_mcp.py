@@ -20,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from graph.agent import AGENT_NAME
 from graph.memory.store import TODO, user_label
-from tests.support.langgraph_server import GRAPH_ID, ROOT, langgraph_dev, offline_environment
+from tests.support.langgraph_server import GRAPH_ID, ROOT, token_server
 from tests.support.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply
 from tests.support.stub_script import Script, update
 
@@ -34,13 +34,7 @@ RPC_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": 
 def server(stub: OpenAIStub, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A server with alice's and bob's tokens, its model calls going to the stub."""
     scratch = tmp_path_factory.mktemp("mcp")
-    environment = offline_environment(
-        OPENAI_BASE_URL=stub.base_url,
-        OPENAI_API_KEY="test",
-        MAISTRO_DATA_DIR=str(scratch / "data"),
-        MAISTRO_AUTH_TOKENS=",".join(f"{token}:{user}" for user, token in TOKENS.items()),
-    )
-    with langgraph_dev(scratch, environment) as url:
+    with token_server(scratch, stub, TOKENS) as url:
         yield url
 
 

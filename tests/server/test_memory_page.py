@@ -19,7 +19,7 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 from graph.memory.store import HISTORY, INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_KEY, TODO, user_label
 from graph.server.auth import MAX_STORE_VALUE_BYTES
 from graph.server.memory_api import MAX_BODY_BYTES
-from tests.support.langgraph_server import langgraph_dev, new_thread, offline_environment, play
+from tests.support.langgraph_server import langgraph_dev, new_thread, offline_environment, play, token_server
 from tests.support.openai_stub import OpenAIStub, text_reply, tool_calls_reply
 from tests.support.stub_script import Script, update
 
@@ -58,13 +58,7 @@ expect.set_options(timeout=20_000)
 def server(stub: OpenAIStub, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A server with alice's and bob's tokens, its model calls going to the stub."""
     scratch = tmp_path_factory.mktemp("memory-page")
-    environment = offline_environment(
-        OPENAI_BASE_URL=stub.base_url,
-        OPENAI_API_KEY="test",
-        MAISTRO_DATA_DIR=str(scratch / "data"),
-        MAISTRO_AUTH_TOKENS=",".join(f"{token}:{user}" for user, token in TOKENS.items()),
-    )
-    with langgraph_dev(scratch, environment) as url:
+    with token_server(scratch, stub, TOKENS) as url:
         yield url
 
 

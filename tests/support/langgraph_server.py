@@ -25,6 +25,7 @@ from langgraph_sdk.client import SyncLangGraphClient
 from langgraph_sdk.schema import StreamPart
 
 from tests.support.helpers import free_port
+from tests.support.openai_stub import OpenAIStub
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAPH_ID = "task_maistro"
@@ -124,6 +125,20 @@ def refused_start(directory: Path, env: dict[str, str]) -> str:
         pytest.fail(f"langgraph dev kept running:\n{log_tail(log)}")
     assert process.returncode != 0
     return log.read_text(errors="replace")
+
+
+@contextmanager
+def token_server(directory: Path, stub: OpenAIStub, tokens: dict[str, str], **settings: str) -> Iterator[str]:
+    """A server with one token per user (`{user: token}`), its model calls going to `stub`; yield its URL."""
+    environment = offline_environment(
+        OPENAI_BASE_URL=stub.base_url,
+        OPENAI_API_KEY="test",
+        MAISTRO_DATA_DIR=str(directory / "data"),
+        MAISTRO_AUTH_TOKENS=",".join(f"{token}:{user}" for user, token in tokens.items()),
+        **settings,
+    )
+    with langgraph_dev(directory, environment) as url:
+        yield url
 
 
 @contextmanager
