@@ -102,9 +102,9 @@ def directory_bytes(directory: Path) -> int:
 
 
 def last_thread_ms(agent, user_id: str) -> float:
-    """Median milliseconds (of 5) to find the user's last thread, as `maistro chat` does."""
+    """Median milliseconds (of 21) to find the user's last thread, as `maistro chat` does."""
     samples = []
-    for _ in range(5):
+    for _ in range(21):
         started = time.perf_counter()
         last_thread(agent.checkpointer, user_id)
         samples.append(1000 * (time.perf_counter() - started))
