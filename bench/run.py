@@ -37,6 +37,7 @@ from langgraph.store.base import PutOp
 from bench.chore_endpoint import ADD, MOVED, ChoreEndpoint, sequential_requests
 from bench.cold_start import print_cold_start
 from bench.postgres_counts import counting_statements, server_transactions
+from bench.trust import print_trust
 from graph import build_graph, close_graph
 from graph.memory.admin import last_thread
 from graph.memory.store import TODO, namespace
@@ -195,6 +196,8 @@ def main() -> None:
     args = parser.parse_args()
 
     print_cold_start()
+    print()
+    print_trust()
     print()
     workdir = Path(tempfile.mkdtemp(prefix="maistro-bench-"))
     endpoint = ChoreEndpoint()

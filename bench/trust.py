@@ -13,6 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from graph.memory.redaction import redact_text
+from graph.server.auth import MAX_RUN_INPUT_BYTES, MAX_STORE_VALUE_BYTES
 from tests.support.secret_corpus import ORDINARY_CASES, SECRET_CASES
 
 RECALL_TARGET = 0.98
@@ -75,6 +76,10 @@ def print_trust() -> TrustFigures:
     print(f"{'met' if met else 'MISSED'}: recall {figures.recall:.3f} (target >= {RECALL_TARGET})")
     no_change = figures.ordinary_changed == 0
     print(f"{'met' if no_change else 'MISSED'}: ordinary texts changed {figures.ordinary_changed} (target 0)")
+    print(
+        f"largest store value accepted: {MAX_STORE_VALUE_BYTES:,} bytes of JSON, largest run input "
+        f"{MAX_RUN_INPUT_BYTES:,} (HTTP 413 above; tests/server/test_hardening.py checks both on a real server)"
+    )
     return figures
 
 
