@@ -10,10 +10,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from graph.memory.store import INSTRUCTIONS, PROFILE, TODO, read_instructions, read_profile, read_todos
+from graph.memory.store import KIND_NAMES, PROFILE, TODO, read_instructions, read_profile, read_todos
 
 STATUS_STYLES = {"done": "green", "in progress": "yellow", "archived": "dim"}
-KIND_NAMES = {TODO: "ToDo", PROFILE: "profile", INSTRUCTIONS: "instructions"}
 # What an undo did to the document, by the action it recorded.
 UNDONE = {"created": "restored", "deleted": "removed", "updated": "changed back"}
 

@@ -13,6 +13,8 @@ PROFILE = "profile"
 TODO = "todo"
 INSTRUCTIONS = "instructions"
 HISTORY = "history"
+# How each memory is named in sentences for the user.
+KIND_NAMES = {TODO: "ToDo", PROFILE: "profile", INSTRUCTIONS: "instructions"}
 PROFILE_KEY = "user_profile"
 INSTRUCTIONS_KEY = "user_instructions"
 PAGE_SIZE = 200

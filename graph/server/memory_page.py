@@ -27,6 +27,7 @@ from graph.memory.changes import (
 from graph.memory.store import (
     INSTRUCTIONS,
     INSTRUCTIONS_KEY,
+    KIND_NAMES,
     PROFILE,
     PROFILE_KEY,
     TODO,
@@ -42,7 +43,6 @@ SOURCE = "on the memory page"
 HISTORY_SHOWN = 50
 # The `base` of an edit that names none: the edit applies to whatever is stored.
 NO_BASE = object()
-KIND_NAMES = {TODO: "ToDo", PROFILE: "profile", INSTRUCTIONS: "instructions"}
 
 
 @dataclass
