@@ -28,7 +28,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from graph.memory.store import user_label
+from graph.memory.store import InvalidUserIdError, check_user_id, user_label
 from graph.settings import Settings, current_settings
 
 if TYPE_CHECKING:
@@ -55,7 +55,10 @@ def _token_table(pairs: list[tuple[str, object]], source: str) -> dict[str, str]
             raise ValueError(f"{source}: every entry needs a non-empty token and a non-empty user id")
         if token.strip() in table:
             raise ValueError(f"{source}: a token is listed more than once; give each token to one user")
-        table[token.strip()] = user_id.strip()
+        try:
+            table[token.strip()] = check_user_id(user_id.strip())
+        except InvalidUserIdError as error:
+            raise ValueError(f"{source}: {error}") from None
     return table
 
 

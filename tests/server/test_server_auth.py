@@ -79,7 +79,8 @@ def test_tokens_come_from_the_variable_and_the_file(tmp_path):
     "listed, filed",
     [(" , ", None), ("t1", None), ("t1:", None), (":alice", None), (None, "[]"), (None, '{"t1": ""}'),
      (None, "{}"), ("t1:alice", '{"t1": "bob"}'), (None, "missing"), ("", None), (None, " "),
-     ("tok:alice,tok:carol", None), ("tok:alice, tok :alice", None), (None, '{"tok": "alice", " tok ": "carol"}')],
+     ("tok:alice,tok:carol", None), ("tok:alice, tok :alice", None), (None, '{"tok": "alice", " tok ": "carol"}'),
+     ("tok:" + "u" * 300, None), (None, '{"tok": "a\\u0000b"}')],
 )
 def test_a_token_setting_that_names_no_valid_token_stops_the_server(tmp_path, listed, filed):
     environ = {server_auth.TOKENS_VARIABLE: listed} if listed is not None else {}
