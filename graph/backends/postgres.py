@@ -11,12 +11,14 @@ SETUP_LOCK = 0x6D61697374726F
 
 def open_postgres(url: str, index: IndexConfig | None, ttl: TTLConfig, *, checkpointer: bool = True):
     """A `PruningPostgresSaver` (None unless `checkpointer`) and an `AtomicPostgresStore` on one pool, their tables
-    created and the checkpoints pruned (see `graph.backends.checkpoints`)."""
+    created, the checkpoints pruned (see `graph.backends.checkpoints`) and the ToDo change log installed (see
+    `graph.backends.todo_changes`)."""
     from psycopg.rows import dict_row
     from psycopg_pool import ConnectionPool
 
     from graph.backends.atomic_postgres import AtomicPostgresStore
     from graph.backends.checkpoints_postgres import PruningPostgresSaver
+    from graph.backends.todo_changes import install_postgres
 
     pool = ConnectionPool(
         url,
@@ -37,6 +39,7 @@ def open_postgres(url: str, index: IndexConfig | None, ttl: TTLConfig, *, checkp
                 saver.setup()
                 saver.prune_all()
             store.setup()
+            install_postgres(store)
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))
     return saver, store

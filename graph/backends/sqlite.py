@@ -8,6 +8,7 @@ from filelock import FileLock
 from langgraph.store.base import IndexConfig, TTLConfig
 
 from graph.backends.atomic import AtomicSqliteStore
+from graph.backends.todo_changes import install_sqlite
 
 DATABASE_FILE = "maistro.sqlite"
 BUSY_TIMEOUT_SECONDS = 30.0
@@ -47,8 +48,9 @@ def connect(path: Path, *, autocommit: bool, driver: ModuleType = sqlite3) -> sq
 def open_sqlite(directory: Path, index: IndexConfig | None, ttl: TTLConfig, *, checkpointer: bool = True):
     """A `PruningSqliteSaver` (None unless `checkpointer`) and an `AtomicSqliteStore` on `directory`'s database file.
 
-    Their tables are created once, even when several processes open a fresh database at the same time, and
-    the checkpoints are pruned (see `graph.backends.checkpoints`).
+    Their tables are created once, even when several processes open a fresh database at the same time, the
+    checkpoints are pruned (see `graph.backends.checkpoints`), and the ToDo change log is installed (see
+    `graph.backends.todo_changes`).
     """
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / DATABASE_FILE
@@ -64,4 +66,5 @@ def open_sqlite(directory: Path, index: IndexConfig | None, ttl: TTLConfig, *, c
             saver.setup()
             saver.prune_all()
         store.setup()
+        install_sqlite(store)
     return saver, store

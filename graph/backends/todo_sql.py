@@ -1,145 +1,135 @@
-"""A turn's memories in one SQL statement on LangGraph's SQLite and PostgreSQL stores.
+"""A turn's memories in one SQL statement on this project's SQLite and PostgreSQL stores.
 
-The statement returns the user's whole ToDo list (the rows as stored: values are parsed only for items
-that changed since the list was last read, see `graph.memory.selection.ListCache`), the profile and the
-instructions: one round trip, one pool checkout, no OFFSET paging. Any other store returns None here and
-is read through its own API.
+The statement returns the ToDo rows that changed since the reader's mark, found through the change log
+(`graph.backends.todo_changes`; a first read, without a mark, gets every row), the profile and the
+instructions: one round trip, one pool checkout, and a cost that follows the changes, not the list. A
+deleted row comes back without a value, and so does, on PostgreSQL when the store hides expired items, a row
+that has expired since the last read. A store without the change log is read through its own API instead.
+
+Marks: on SQLite the highest log number read (writers take turns, so no lower number can commit later); on
+PostgreSQL the oldest transaction still running when the statement ran (every older one has finished and is
+visible to it), and the server's time, for expiries. So a PostgreSQL read may return again rows it already
+returned, committed by transactions that were running at the last read; the reader skips those by version.
 """
 
-import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 from langgraph.store.base import BaseStore, Item
 
+from graph.backends.todo_changes import TABLE, change_log
 from graph.memory.store import INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, TODO, namespace
 
-# A ToDo row is (kind, key, version, value, created_at, updated_at). The version changes whenever the stored
-# row does (SQLite: its rowid, new on every write; PostgreSQL: xmin, the writing transaction); on SQLite
-# the value and timestamps come only for rows written after the newest version already known.
+# Every row is (kind, key, version, value, created_at, updated_at): kind "todo" (a changed ToDo; version: its
+# log number or transaction; no value when it is gone), "profile", "instructions", and on PostgreSQL "expired"
+# (a ToDo that has expired since the last read) and "mark" (version: the oldest running transaction;
+# created_at: the server's time).
 _STATEMENT = """
-SELECT 'todo' AS kind, key, {version} AS version, {todo_value} AS value, {todo_created} AS created_at,
-       {todo_updated} AS updated_at
-FROM store WHERE prefix = {todo} {live}
+SELECT 'todo' AS kind, c.key, {version} AS version, {value} AS value, s.created_at, s.updated_at
+FROM {log} AS c LEFT JOIN store AS s ON s.prefix = c.prefix AND s.key = c.key {live_s}
+WHERE c.prefix = {todo} AND {since}
 UNION ALL
 SELECT * FROM (
-    SELECT 'profile', key, NULL, {value}, created_at, updated_at FROM store WHERE prefix = {profile} {live}
+    SELECT 'profile', key, NULL, {plain_value}, created_at, updated_at FROM store WHERE prefix = {profile} {live}
     ORDER BY updated_at DESC LIMIT 1
 ) AS profile
 UNION ALL
-SELECT 'instructions', key, NULL, {value}, created_at, updated_at FROM store
+SELECT 'instructions', key, NULL, {plain_value}, created_at, updated_at FROM store
 WHERE prefix = {instructions} AND key = {instructions_key} {live}
 """
 SQLITE_STATEMENT = _STATEMENT.format(
-    version="rowid", value="value",
-    todo_value="CASE WHEN rowid > :seen THEN value END",
-    todo_created="CASE WHEN rowid > :seen THEN created_at END",
-    todo_updated="CASE WHEN rowid > :seen THEN updated_at END",
-    todo=":todo", profile=":profile", instructions=":instructions", instructions_key=":instructions_key", live="",
+    log=TABLE, version="c.seq", value="s.value", plain_value="value", live_s="", live="", since="c.seq > :seen",
+    todo=":todo", profile=":profile", instructions=":instructions", instructions_key=":instructions_key",
 )
-_SQLITE_ROWS = "SELECT 'todo', key, rowid, value, created_at, updated_at FROM store WHERE prefix = ? AND key IN ({keys})"
-VERSION, VALUE = 2, 3
-KEYS_PER_READ = 500
+_POSTGRES_MARK = """
+UNION ALL
+SELECT 'mark', NULL, pg_snapshot_xmin(pg_current_snapshot())::text, NULL, NOW(), NULL
+"""
+_POSTGRES_EXPIRED = """
+UNION ALL
+SELECT 'expired', key, NULL, NULL, NULL, NULL FROM store
+WHERE prefix = %(todo)s AND expires_at > %(expired_after)s::timestamptz AND expires_at <= NOW()
+"""
+KIND, KEY, VERSION, VALUE, CREATED_AT = range(5)
 
 
 def postgres_statement(hide_expired: bool) -> str:
-    """The statement for PostgreSQL: values as JSON text, expired rows hidden when the store hides them."""
+    """The statement for PostgreSQL: values as JSON text; expired rows hidden (and reported) when the store hides them."""
+    live = "AND ({column}expires_at IS NULL OR {column}expires_at > NOW())" if hide_expired else ""
     return _STATEMENT.format(
-        version="xmin::text", value="value::text", todo_value="value::text", todo_created="created_at",
-        todo_updated="updated_at", todo="%(todo)s", profile="%(profile)s", instructions="%(instructions)s",
-        instructions_key="%(instructions_key)s",
-        live="AND (expires_at IS NULL OR expires_at > NOW())" if hide_expired else "",
-    )
+        log=TABLE, version="c.xid::text", value="s.value::text", plain_value="value::text",
+        live_s=live.format(column="s."), live=live.format(column=""), since="c.xid >= %(seen)s::xid8",
+        todo="%(todo)s", profile="%(profile)s", instructions="%(instructions)s", instructions_key="%(instructions_key)s",
+    ) + (_POSTGRES_EXPIRED if hide_expired else "") + _POSTGRES_MARK
 
 
-def todo_item(row: tuple, user_id: str) -> Item:
-    """A ToDo row (with its value) as a store item."""
-    return _item(row, TODO, user_id)
+@dataclass(frozen=True)
+class TodoChange:
+    """A ToDo row that changed: its key, its version, and the item (None when it was deleted or has expired)."""
 
-
-def _item(row: tuple, kind: str, user_id: str) -> Item:
-    _, key, _, raw, created_at, updated_at = row
-    return Item(
-        value=orjson.loads(raw), key=key, namespace=namespace(kind, user_id), created_at=created_at,
-        updated_at=updated_at,
-    )
+    key: str
+    version: Any
+    item: Item | None
 
 
 @dataclass(frozen=True)
 class MemoryRows:
-    """What the statement read: the ToDo rows by key, and the profile and instructions items (None when absent)."""
+    """What the statement read: the ToDo changes, the profile and instructions items (None when absent), and the
+    mark to read the next changes from."""
 
-    todos: dict[str, tuple]
+    changes: list[TodoChange]
     profile: Item | None
     instructions: Item | None
+    mark: Any
 
 
-def parameters(user_id: str, known: dict[str, Any]) -> dict[str, Any]:
-    """The statement's parameters: the user's namespaces, the instructions' key, the newest version known."""
+def _item(row: tuple, kind: str, user_id: str) -> Item:
+    return Item(
+        value=orjson.loads(row[VALUE]), key=row[KEY], namespace=namespace(kind, user_id), created_at=row[CREATED_AT],
+        updated_at=row[CREATED_AT + 1],
+    )
+
+
+def _namespaces(user_id: str) -> dict[str, str]:
     return {
         "todo": ".".join(namespace(TODO, user_id)),
         "profile": ".".join(namespace(PROFILE, user_id)),
         "instructions": ".".join(namespace(INSTRUCTIONS, user_id)),
         "instructions_key": INSTRUCTIONS_KEY,
-        "seen": max((v for v in known.values() if isinstance(v, int)), default=-1),
     }
 
 
-def _sqlite_rows(store: Any, user_id: str, known: dict[str, Any]) -> list[tuple]:
+def _sqlite_rows(store: Any, user_id: str, mark: Any) -> tuple[list[tuple], Any]:
+    seen = -1 if mark is None else mark
     with store._cursor(transaction=False) as cur:
-        cur.execute(SQLITE_STATEMENT, parameters(user_id, known))
-        return cur.fetchall()
+        cur.execute(SQLITE_STATEMENT, {**_namespaces(user_id), "seen": seen})
+        rows = cur.fetchall()
+    return rows, max((row[VERSION] for row in rows if row[KIND] == TODO), default=seen)
 
 
-def _postgres_rows(store: Any, user_id: str, known: dict[str, Any]) -> list[tuple]:
+def _postgres_rows(store: Any, user_id: str, mark: Any) -> tuple[list[tuple], Any]:
     from psycopg.rows import tuple_row
 
+    seen, expired_after = mark if mark is not None else ("0", "infinity")
     statement = postgres_statement(bool((store.ttl_config or {}).get("omit_expired")))
     with store._cursor() as cur:
         cur.row_factory = tuple_row
-        cur.execute(statement, parameters(user_id, known))
-        return cur.fetchall()
+        cur.execute(statement, {**_namespaces(user_id), "seen": seen, "expired_after": expired_after})
+        rows = cur.fetchall()
+    mark_row = next(row for row in rows if row[KIND] == "mark")
+    return rows, (mark_row[VERSION], mark_row[CREATED_AT])
 
 
-def complete_rows(store: BaseStore, user_id: str, rows: dict[str, tuple], keys: list[str]) -> list[tuple]:
-    """The rows for `keys` with their values: SQLite sends none for a row whose rowid was reused (a rare case:
-    a row written after the newest one was deleted), so those are read again, by key."""
-    missing = [key for key in keys if rows[key][VALUE] is None]
-    if missing:
-        found: dict[str, tuple] = {}
-        with store._cursor(transaction=False) as cur:
-            for start in range(0, len(missing), KEYS_PER_READ):
-                chunk = missing[start : start + KEYS_PER_READ]
-                cur.execute(_SQLITE_ROWS.format(keys=", ".join("?" * len(chunk))), [".".join(namespace(TODO, user_id)), *chunk])
-                found.update((row[1], row) for row in cur.fetchall())
-        rows = {**rows, **found}
-    return [rows[key] for key in keys if rows[key][VALUE] is not None]
-
-
-def _reader(store: BaseStore) -> Callable[[Any, str, dict], list[tuple]] | None:
-    if "langgraph.store.sqlite" in sys.modules:
-        from langgraph.store.sqlite import SqliteStore
-
-        if isinstance(store, SqliteStore):
-            return _sqlite_rows
-    if "langgraph.store.postgres" in sys.modules:
-        from langgraph.store.postgres import PostgresStore
-
-        if isinstance(store, PostgresStore):
-            return _postgres_rows
-    return None
-
-
-def memory_rows(store: BaseStore, user_id: str, known: dict[str, Any]) -> MemoryRows | None:
-    """The user's ToDo rows, profile and instructions in one statement; None for a store without SQL.
-
-    `known` holds the versions of the rows already prepared: SQLite leaves out the values of those.
-    """
-    read = _reader(store)
-    if read is None:
-        return None
-    rows = read(store, user_id, known)
-    documents = {row[0]: _item(row, row[0], user_id) for row in rows if row[0] != TODO}
-    return MemoryRows({row[1]: row for row in rows if row[0] == TODO}, documents.get(PROFILE), documents.get(INSTRUCTIONS))
+def memory_rows(store: BaseStore, user_id: str, mark: Any) -> MemoryRows:
+    """The ToDo rows changed since `mark` (None: all of them), the profile and the instructions, in one statement,
+    from a store with the change log (`graph.backends.todo_changes.change_log`)."""
+    read = _sqlite_rows if change_log(store) == "sqlite" else _postgres_rows
+    rows, mark = read(store, user_id, mark)
+    changes = [
+        TodoChange(row[KEY], row[VERSION], _item(row, TODO, user_id) if row[KIND] == TODO and row[VALUE] is not None else None)
+        for row in rows
+        if row[KIND] in (TODO, "expired")
+    ]
+    documents = {row[KIND]: _item(row, row[KIND], user_id) for row in rows if row[KIND] in (PROFILE, INSTRUCTIONS)}
+    return MemoryRows(changes, documents.get(PROFILE), documents.get(INSTRUCTIONS), mark)

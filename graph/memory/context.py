@@ -1,7 +1,8 @@
 """What a turn knows of the user's memories: read once when the turn starts, shared by the nodes of the turn.
 
 The chat node reads the profile, the instructions and the ToDo list in one go (one SQL statement on
-SQLite and PostgreSQL, see `graph.backends.todo_sql`), ranks the list, and keeps the result for the turn, keyed by
+SQLite and PostgreSQL that returns only the ToDos changed since this process last read the list, see
+`graph.backends.todo_sql`), ranks the list, and keeps the result for the turn, keyed by
 the turn's user message: its second call (the answer after an update) shows the same memories, so the
 prompt's prefix stays the same for the endpoint's prompt cache, and the update node patches the items that
 selection chose without reading the list again. The tool answers tell the model what changed in between,
@@ -23,6 +24,7 @@ from graph.memory.selection import (
     LISTS,
     Candidates,
     Entry,
+    PreparedList,
     Quotas,
     TodoSelection,
     choose,
@@ -61,27 +63,43 @@ class TurnMemories:
 
 
 def read_turn(store: BaseStore, user_id: str, wanted: Sequence[str], quotas: Quotas) -> TurnRead:
-    """The user's memories, read once: one SQL statement on SQLite and PostgreSQL, else the store's own reads."""
-    from graph.backends.todo_sql import VERSION, complete_rows, memory_rows, todo_item
+    """The user's memories, read once: one SQL statement on SQLite and PostgreSQL, else the store's own reads.
 
-    list_id = (id(store), TODO, user_id)
-    rows = memory_rows(store, user_id, LISTS.versions(list_id))
-    if rows is not None:
-        todos = rows.todos
+    On SQLite and PostgreSQL the statement returns only the ToDos changed since this process last read the list
+    (`graph.backends.todo_sql`), and only those are prepared again; the first read in a process reads them all.
+    """
+    from graph.backends.todo_changes import change_log
+    from graph.backends.todo_sql import memory_rows
 
-        def prepare(keys: list[str]) -> list[Entry]:
-            return [entry(todo_item(row, user_id)) for row in complete_rows(store, user_id, todos, keys)]
-
-        entries = LISTS.prepare(list_id, {key: row[VERSION] for key, row in todos.items()}, prepare)
-        profile, instructions = rows.profile, rows.instructions
-        return TurnRead(
-            rank_entries(entries, wanted, quotas),
-            profile.value if profile else None,
-            instructions.value.get("memory", "") if instructions else "",
-        )
-    profile = read_profile(store, user_id)
-    entries = list_entries(store, read_todos(store, user_id))
-    return TurnRead(rank_entries(entries, wanted, quotas), profile.value if profile else None, read_instructions(store, user_id))
+    if change_log(store) is None:
+        profile = read_profile(store, user_id)
+        entries = list_entries(store, read_todos(store, user_id))
+        return TurnRead(rank_entries(entries, wanted, quotas), profile.value if profile else None, read_instructions(store, user_id))
+    list_id = (TODO, user_id)
+    kept = LISTS.take(store, list_id)
+    (mark, versions), prepared = kept if kept else ((None, {}), None)
+    rows = memory_rows(store, user_id, mark)
+    changed: list[Entry] = []
+    removed: list[str] = []
+    for change in rows.changes:
+        if change.item is None:
+            if versions.pop(change.key, None) is not None:
+                removed.append(change.key)
+        elif versions.get(change.key) != change.version:
+            versions[change.key] = change.version
+            changed.append(entry(change.item))
+    if prepared is None:
+        prepared = PreparedList(changed)
+    else:
+        prepared.changed(changed, removed)
+    candidates = rank_entries(prepared, wanted, quotas)
+    LISTS.keep(store, list_id, (rows.mark, versions), prepared)
+    profile, instructions = rows.profile, rows.instructions
+    return TurnRead(
+        candidates,
+        profile.value if profile else None,
+        instructions.value.get("memory", "") if instructions else "",
+    )
 
 
 def read_turn_memories(store: BaseStore, settings: Configuration, messages: Sequence[AnyMessage]) -> TurnMemories:

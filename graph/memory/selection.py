@@ -5,9 +5,11 @@ found by the store's semantic index when one is configured, the most recently ch
 done"), the soonest deadlines, then the most recent open items. Everything else is only counted, so a
 turn's prompt stays the same size however long the list grows.
 
-The ranking costs one read of the list: each item is parsed and split into terms once, and kept with an
-index from term to items and the recency and deadline orders while it is unchanged (`ListCache`), so a turn
-with a long list pays for reading its rows and for updating what changed, not for ranking it all again.
+Each item is parsed and split into terms once, and kept with an index from term to items and the recency
+and deadline orders while it is unchanged (`PreparedList`, kept per list by `ListCache`). A turn updates
+them for the items that changed (on SQLite and PostgreSQL it reads only those, see `graph.memory.context`)
+and ranks by taking a bounded number of items from the index and the orders, so its cost does not grow
+with the list.
 """
 
 import bisect
@@ -17,6 +19,7 @@ import itertools
 import math
 import re
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,6 +38,8 @@ MAX_TERMS = 24
 _WORD = re.compile(r"[^\W\d_]{3,}|\d+", re.UNICODE)
 _CJK_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
 LISTS_KEPT = 16
+# A term shared by more items than this is common: only its most recently changed items become candidates.
+COMMON = 256
 
 
 @dataclass(frozen=True)
@@ -166,81 +171,96 @@ def _soonest(e: Entry) -> tuple:
 class PreparedList:
     """A list's entries with what ranking needs: an index from term to keys, and the recency and deadline orders.
 
-    `changed` updates it in place for the rows that changed since (cost proportional to the change, not the list).
+    `changed` updates it in place for the rows that changed (cost proportional to the change, not the list). An
+    index entry lists its keys in the order they changed, the most recent last.
     """
 
     def __init__(self, entries: Sequence[Entry] = ()) -> None:
         self.entries: dict[str, Entry] = {}
-        self.index: dict[str, set[str]] = {}
+        self.index: dict[str, dict[str, None]] = {}
         self.by_recency: list[Entry] = []
+        self.open_by_recency: list[Entry] = []
         self.deadlines: list[Entry] = []
         self.open_total = 0
         self.changed(entries, ())
 
+    def _orders(self, e: Entry) -> list[tuple[list[Entry], Callable[[Entry], tuple]]]:
+        orders = [(self.by_recency, _recency)]
+        if e.is_open:
+            orders.append((self.open_by_recency, _recency))
+            if e.deadline:
+                orders.append((self.deadlines, _soonest))
+        return orders
+
     def changed(self, entries: Sequence[Entry], removed: Sequence[str]) -> None:
         """Take in new or changed entries and drop the removed keys."""
-        gone = {*removed, *(e.item.key for e in entries if e.item.key in self.entries)}
-        for key in gone:
-            old = self.entries.pop(key)
+        for key in dict.fromkeys([*removed, *(e.item.key for e in entries)]):
+            old = self.entries.pop(key, None)
+            if old is None:
+                continue
             self.open_total -= old.is_open
             for term in old.terms:
-                self.index[term].discard(key)
-        if gone:
-            self.by_recency = [e for e in self.by_recency if e.item.key not in gone]
-            self.deadlines = [e for e in self.deadlines if e.item.key not in gone]
+                keys = self.index[term]
+                del keys[key]
+                if not keys:
+                    del self.index[term]
+            for order, sort_key in self._orders(old):
+                del order[bisect.bisect_left(order, sort_key(old), key=sort_key)]
         many = len(entries) > 64
-        for e in entries:
+        for e in sorted(entries, key=_recency, reverse=True):  # the oldest first, so an index entry ends with the newest
             self.entries[e.item.key] = e
             self.open_total += e.is_open
             for term in e.terms:
-                self.index.setdefault(term, set()).add(e.item.key)
+                self.index.setdefault(term, {})[e.item.key] = None
             if not many:
-                bisect.insort(self.by_recency, e, key=_recency)
-                if e.is_open and e.deadline:
-                    bisect.insort(self.deadlines, e, key=_soonest)
+                for order, sort_key in self._orders(e):
+                    bisect.insort(order, e, key=sort_key)
         if many:
-            self.by_recency = sorted(self.entries.values(), key=_recency)
-            self.deadlines = sorted((e for e in self.entries.values() if e.is_open and e.deadline), key=_soonest)
-
-    def open_first(self, count: int) -> list[Entry]:
-        """The `count` most recently changed open entries."""
-        return list(itertools.islice((e for e in self.by_recency if e.is_open), count))
+            self.by_recency[:] = sorted(self.entries.values(), key=_recency)
+            self.open_by_recency[:] = [e for e in self.by_recency if e.is_open]
+            self.deadlines[:] = sorted((e for e in self.open_by_recency if e.deadline), key=_soonest)
 
 
 class ListCache:
     """The prepared lists read lately, so a turn prepares only the items that changed since the last read.
 
-    A list (a store and a namespace) is kept as of its latest read: each item's version (anything that
-    changes when the stored row does) and the prepared form. A read that finds the same versions reuses it
-    whole; otherwise only the items whose version differs are prepared and put in. `LISTS_KEPT` lists are
-    kept, the least recently read dropped first.
+    A list (a store and a namespace) is kept with its state as of its latest read (the item versions, or where
+    the store's change log was read up to) and its prepared form. `take` hands a list to one reader at a time:
+    a reader that finds it taken reads the list whole. `LISTS_KEPT` lists are kept, the least recently read
+    dropped first. A list is kept for its store object only (not for a later store that reuses its id).
     """
 
     def __init__(self) -> None:
-        self._lists: OrderedDict[tuple, tuple[dict[str, Any], PreparedList]] = OrderedDict()
+        self._lists: OrderedDict[tuple, tuple[weakref.ref, Any, PreparedList]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def versions(self, list_id: tuple) -> dict[str, Any]:
-        """The item versions of the list as last read (empty when it is not kept); not to be changed."""
+    def take(self, store: BaseStore, list_id: tuple) -> tuple[Any, PreparedList] | None:
+        """The kept state and prepared list of the store's list, no longer kept until `keep`; None if not kept."""
         with self._lock:
-            kept = self._lists.get(list_id)
-        return kept[0] if kept else {}
+            kept = self._lists.pop((id(store), *list_id), None)
+        if kept is None or kept[0]() is not store:
+            return None
+        return kept[1], kept[2]
+
+    def keep(self, store: BaseStore, list_id: tuple, state: Any, prepared: PreparedList) -> None:
+        """Keep the store's list as of a read: its state then, and its prepared form."""
+        with self._lock:
+            self._lists[(id(store), *list_id)] = (weakref.ref(store), state, prepared)
+            self._lists.move_to_end((id(store), *list_id))
+            while len(self._lists) > LISTS_KEPT:
+                self._lists.popitem(last=False)
 
     def prepare(
-        self, list_id: tuple, versions: dict[str, Any], prepare_items: Callable[[list[str]], list[Entry]]
+        self, store: BaseStore, list_id: tuple, versions: dict[str, Any], prepare_items: Callable[[list[str]], list[Entry]]
     ) -> PreparedList:
         """The prepared list whose items have `versions`; `prepare_items(keys)` prepares new or changed items."""
-        with self._lock:
-            old_versions, prepared = self._lists.pop(list_id, ({}, None))
+        old_versions, prepared = self.take(store, list_id) or ({}, None)
         if prepared is None:
             prepared = PreparedList(prepare_items(list(versions)))
         elif versions != old_versions:
             changed = [key for key, version in versions.items() if old_versions.get(key) != version]
             prepared.changed(prepare_items(changed), [key for key in old_versions if key not in versions])
-        with self._lock:
-            self._lists[list_id] = (versions, prepared)
-            while len(self._lists) > LISTS_KEPT:
-                self._lists.popitem(last=False)
+        self.keep(store, list_id, versions, prepared)
         return prepared
 
 
@@ -253,26 +273,38 @@ def list_entries(store: BaseStore, items: Sequence[Item]) -> PreparedList:
         return PreparedList()
     by_key = {item.key: item for item in items}
     versions = {i.key: (i.created_at, i.updated_at, i.value) for i in items}
-    return LISTS.prepare((id(store), tuple(items[0].namespace)), versions, lambda keys: [entry(by_key[k]) for k in keys])
+    return LISTS.prepare(store, tuple(items[0].namespace), versions, lambda keys: [entry(by_key[k]) for k in keys])
+
+
+def named_keys(prepared: PreparedList, wanted: Sequence[str], count: int) -> list[str]:
+    """The `count` keys that the wanted terms match best (rarer terms weigh more; ties: the most recently changed).
+
+    A term that more than `COMMON` items share brings forward only its `count` most recently changed items,
+    so the cost stays bounded however long the list: an item with a rarer term is scored on all its terms.
+    """
+    total = len(prepared.entries)
+    weights: dict[str, float] = {}
+    candidates: dict[str, None] = {}
+    for term in dict.fromkeys(wanted):
+        keys = prepared.index.get(term)
+        if keys:
+            weights[term] = math.log(1 + total / len(keys))
+            candidates.update(dict.fromkeys(keys if len(keys) <= COMMON else itertools.islice(reversed(keys), count)))
+    index = prepared.index
+    score = {key: sum(weight for term, weight in weights.items() if key in index[term]) for key in candidates}
+    entries = prepared.entries
+    return heapq.nsmallest(count, score, key=lambda key: (-score[key], entries[key].recency))
 
 
 def rank_entries(prepared: PreparedList, wanted: Sequence[str], quotas: Quotas) -> Candidates:
     """Rank a list by its index and orders: the candidates within `quotas`, at a cost that does not grow with it."""
-    total = len(prepared.entries)
-    score: dict[str, float] = {}
-    for term in dict.fromkeys(wanted):
-        keys = prepared.index.get(term)
-        if keys:
-            weight = math.log(1 + total / len(keys))
-            for key in keys:
-                score[key] = score.get(key, 0.0) + weight
     entries = prepared.entries
-    named = heapq.nsmallest(quotas.named, score, key=lambda key: (-score[key], entries[key].recency))
+    total = len(entries)
     orderings = [
-        ("named", [entries[key] for key in named]),
+        ("named", [entries[key] for key in named_keys(prepared, wanted, quotas.named)]),
         ("recent", prepared.by_recency[: quotas.recent]),
         ("deadline", prepared.deadlines[: quotas.deadline]),
-        ("open", prepared.open_first(quotas.limit)),
+        ("open", prepared.open_by_recency[: quotas.limit]),
     ]
     if total <= quotas.limit:
         orderings.append(("all", list(entries.values())))

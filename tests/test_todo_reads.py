@@ -1,0 +1,155 @@
+"""A turn reads only the ToDo rows that changed since this process last read the list (the database logs the
+changes), and still sees every change: made through another connection, deleted and re-created keys, expired
+items, a transaction that commits after a later one, a database that had no change log yet."""
+
+import time
+from contextlib import ExitStack
+
+import psycopg
+import pytest
+from langgraph.store.postgres import PostgresStore
+from langgraph.store.sqlite import SqliteStore
+from psycopg.types.json import Jsonb
+
+from graph.backends import todo_sql
+from graph.backends.sqlite import DATABASE_FILE, connect
+from graph.backends.storage import open_store
+from graph.memory.selection import select_todos
+from graph.memory.store import TODO, namespace
+from tests.support.helpers import fill
+
+NS = namespace(TODO, "u")
+
+
+def chore(task: str) -> dict:
+    return {"task": task, "time_to_complete": 5, "deadline": None, "solutions": [], "status": "not started"}
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database(request, tmp_path) -> dict:
+    """Where one database lives, as `open_store` arguments: SQLite in a directory, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return {"data_dir": tmp_path / "data", "database_url": ""}
+    return {"data_dir": None, "database_url": request.getfixturevalue("fresh_database")}
+
+
+@pytest.fixture
+def fetched(monkeypatch) -> list[int]:
+    """How many ToDo rows each read fetched from the database, in order."""
+    counts: list[int] = []
+    read = todo_sql.memory_rows
+
+    def counting(store, user_id, mark):
+        rows = read(store, user_id, mark)
+        counts.append(len(rows.changes))
+        return rows
+
+    monkeypatch.setattr(todo_sql, "memory_rows", counting)
+    return counts
+
+
+def tasks(store, query: str = "hello") -> set[str]:
+    selection = select_todos(store, "u", query, limit=30)
+    assert len(selection.items) + selection.hidden_open + selection.hidden_closed == total(store)
+    return {item.value["task"] for item in selection.items}
+
+
+def total(store) -> int:
+    return len(store.search(NS, limit=100_000))
+
+
+def test_a_read_fetches_only_the_rows_changed_since_the_last(database, fetched):
+    with open_store(**database, embeddings="") as store:
+        fill(store, "u", 300)
+        tasks(store)
+        tasks(store)
+        store.put(NS, "item-00042", chore("Brush the okapi"))
+        store.delete(NS, "item-00007")
+        found = tasks(store, "okapi")
+
+    assert fetched == [300, 0, 2]
+    assert "Brush the okapi" in found
+
+
+def test_writes_through_another_connection_are_seen_by_the_next_read(database, fetched):
+    with open_store(**database, embeddings="") as reader, open_store(**database, embeddings="") as writer:
+        fill(writer, "u", 200)
+        assert tasks(reader, "okapi") & {"Brush the okapi", "Groom the okapi"} == set()
+        writer.put(NS, "new", chore("Groom the okapi"))
+        writer.put(NS, "item-00010", chore("Brush the okapi"))
+        writer.delete(NS, "item-00020")
+        found = tasks(reader, "okapi")
+        assert total(reader) == 200
+
+    assert {"Brush the okapi", "Groom the okapi"} <= found
+    assert fetched == [200, 3]
+
+
+def test_a_deleted_then_recreated_key_is_read_again(database, fetched):
+    with open_store(**database, embeddings="") as reader, open_store(**database, embeddings="") as writer:
+        fill(writer, "u", 50)
+        tasks(reader)
+        # The newest row goes and another takes its place (SQLite reuses the rowid), then a key comes back.
+        writer.delete(NS, "item-00049")
+        writer.put(NS, "okapi", chore("Walk the okapi"))
+        writer.delete(NS, "item-00003")
+        writer.put(NS, "item-00003", chore("Feed the okapi"))
+        assert tasks(reader, "okapi") >= {"Walk the okapi", "Feed the okapi"}
+        writer.delete(NS, "okapi")
+        found = tasks(reader, "okapi")
+
+    assert "Walk the okapi" not in found and "Feed the okapi" in found
+    assert fetched == [50, 3, 1]
+
+
+def test_expired_items_leave_the_list(database, fetched):
+    with open_store(**database, embeddings="") as reader, open_store(**database, embeddings="") as writer:
+        fill(writer, "u", 40)
+        writer.put(NS, "soon", chore("Feed the okapi"), ttl=1 / 60)  # a second
+        assert "Feed the okapi" in tasks(reader, "okapi")
+        time.sleep(2.2)  # SQLite compares expiry times with the clock to the second
+        if database["database_url"]:  # PostgreSQL hides expired items before the sweeper deletes them
+            assert "Feed the okapi" not in tasks(reader, "okapi")
+        assert writer.sweep_ttl() == 1
+        found = tasks(reader, "okapi")
+
+    assert "Feed the okapi" not in found
+    assert fetched == ([41, 1, 1] if database["database_url"] else [41, 1])
+
+
+def test_a_transaction_that_commits_after_a_later_one_is_still_seen(fresh_database, fetched):
+    with open_store(None, fresh_database, "") as reader, open_store(None, fresh_database, "") as writer:
+        fill(writer, "u", 20)
+        tasks(reader)
+        with psycopg.connect(fresh_database) as slow:
+            slow.execute(
+                "INSERT INTO store (prefix, key, value, created_at, updated_at) VALUES (%s, 'slow', %s, NOW(), NOW())",
+                (".".join(NS), Jsonb(chore("Feed the okapi"))),
+            )
+            writer.put(NS, "fast", chore("Walk the okapi"))
+            assert "Walk the okapi" in tasks(reader, "okapi")
+            slow.commit()
+        found = tasks(reader, "okapi")
+
+    assert {"Walk the okapi", "Feed the okapi"} <= found
+    # The last read goes back to the transaction that was still running: it fetches "fast" again, and "slow".
+    assert fetched == [20, 1, 2]
+
+
+def test_a_database_without_the_change_log_gets_it_when_it_opens(database, fetched):
+    with ExitStack() as stack:
+        if database["database_url"]:
+            plain = stack.enter_context(PostgresStore.from_conn_string(database["database_url"]))
+        else:
+            database["data_dir"].mkdir(parents=True)
+            plain = SqliteStore(connect(database["data_dir"] / DATABASE_FILE, autocommit=True))
+            stack.callback(plain.conn.close)
+        plain.setup()
+        fill(plain, "u", 100)
+        store = stack.enter_context(open_store(**database, embeddings=""))
+        assert len(tasks(store)) == 30
+        plain.put(NS, "new", chore("Groom the okapi"))
+        found = tasks(store, "okapi")
+
+    assert "Groom the okapi" in found
+    assert fetched == [100, 1]
