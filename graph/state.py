@@ -15,8 +15,11 @@ class InputState(MessagesState):
 class State(InputState):
     """The thread's recent messages and the summary of older ones.
 
-    `remaining_steps` lets the chat node stop routing before the recursion limit.
+    `remaining_steps` lets the chat node stop routing before the recursion limit. `resumed_calls` counts
+    how often the graph re-ran the calls of a turn cut short (the routing message's id, then the count),
+    so calls whose update fails every time are given up on instead of holding up every later message.
     """
 
     summary: str
     remaining_steps: RemainingSteps
+    resumed_calls: list

@@ -1,8 +1,10 @@
 """Crash safety: SIGKILL a chatting process at random points of its turns, restart it, and chat on.
 
-The worker (tests/crash_worker.py, which describes how a restarted life picks up the thread) plays a plan
-of messages on one thread through `ChatSession`, the real graph, trustcall, the durable store and
-`ChatOpenAI`, against the strict OpenAI stub running here. The stub answers after a random delay, so kills
+The worker (tests/support/crash_worker.py, which describes how a restarted life picks up the thread) plays
+a plan of messages on one thread through the real graph, trustcall, the durable store and `ChatOpenAI`,
+against the strict OpenAI stub running here. Each life either resumes a turn cut short through
+`ChatSession` (the path of `maistro chat`) or, as a program calling `graph.stream` would, goes on with
+the next message; several lives in a row may do either. The stub answers after a random delay, so kills
 land inside model calls as well as between them, in every node. A life is killed while it starts up,
 right after one of its memory writes commits (before the checkpoint records it: the replay case), or at
 a random moment of one of its first turns. After each kill the test reads the store
@@ -10,12 +12,14 @@ and checks that no ToDo exists twice, that the two ToDos of one message exist bo
 acknowledged message's changes are there, and that nothing committed before the kill is gone (every ToDo
 key keeps its task, done stays done, interests only grow, instructions never go back to an older text).
 It also checks that the thread holds no user message twice (a retried message resumes its turn). After a
-final clean life it checks the same, each acknowledged ToDo exactly once, the thread's tool-call
-bookkeeping, and that the stub answered no request with HTTP 400.
+final clean life it checks the same, each acknowledged ToDo exactly once, that every message the thread
+holds was acted on, the thread's tool-call bookkeeping, and that the stub answered no request with HTTP 400.
 
-The stub's model is faithful but naive: asked to extract ToDos it creates the tasks of the user's latest
-message even when they already exist, as a model might. An update node replayed after a kill therefore
-inserts them again, and only the core's replay-safe keys keep them single.
+The stub's model is faithful but naive: it acts on every user message after the last assistant message,
+and asked to extract ToDos it creates their tasks even when they already exist, as a model might. An
+update node replayed after a kill therefore inserts them again, and only the core's replay-safe keys keep
+them single; a message that reads as unanswered after its changes were saved is acted on twice, and one
+whose update the graph dropped is never acted on.
 
 The kill schedule and the stub's delays come from one seed, printed with the figures (pytest -s shows
 them); MAISTRO_CRASH_SEED=N replays a seed (thread timing still varies).
@@ -71,14 +75,24 @@ def _message_text(message: dict) -> str:
     return content if isinstance(content, str) else "".join(part.get("text", "") for part in content)
 
 
-def planned_message(request: dict) -> Message:
-    """The plan's message that the request answers: the latest user line that is one of the plan's texts."""
-    for message in reversed(request["messages"]):
-        if message["role"] == "user":
-            for line in reversed(_message_text(message).splitlines()):
-                if line in BY_TEXT:
-                    return PLAN[BY_TEXT[line]]
-    raise LookupError("no planned user message in the request")
+def planned_messages(request: dict) -> list[Message]:
+    """The plan's messages the request leaves unanswered: those the user sent after the last assistant message.
+
+    A naive model acts on all of them, so a message that reads as unanswered after its changes were saved
+    is acted on twice, and one that the graph dropped is never acted on.
+    """
+    messages = request["messages"]
+    last_assistant = max((i for i, m in enumerate(messages) if m["role"] == "assistant"), default=-1)
+    lines = [
+        line
+        for message in messages[last_assistant + 1 :]
+        if message["role"] == "user"
+        for line in _message_text(message).splitlines()
+    ]
+    planned = [PLAN[BY_TEXT[line]] for line in lines if line in BY_TEXT]
+    if not planned:
+        raise LookupError("no planned user message in the request")
+    return planned
 
 
 def existing_documents(request: dict) -> dict[str, dict]:
@@ -87,52 +101,53 @@ def existing_documents(request: dict) -> dict[str, dict]:
     return {match["id"]: ast.literal_eval(match["doc"]) for match in INSTANCE.finditer(text)}
 
 
-def todo_reply(planned: Message, documents: dict[str, dict]) -> dict:
-    """Create the message's tasks (even if they exist), or mark its task done (creating it if missing)."""
-    if planned.tasks:
-        return tool_calls_reply(*(("ToDo", {"task": task, "solutions": ["Just do it"]}) for task in planned.tasks))
-    matches = [doc_id for doc_id, doc in documents.items() if doc.get("task") == planned.done]
-    if not matches:
-        return tool_calls_reply(("ToDo", {"task": planned.done, "solutions": ["Just do it"], "status": "done"}))
-    patch = {"op": "replace", "path": "/status", "value": "done"}
-    return tool_calls_reply(
-        ("PatchDoc", {"json_doc_id": matches[0], "planned_edits": "Mark it done.", "patches": [patch]})
-    )
+def todo_reply(planned: list[Message], documents: dict[str, dict]) -> dict:
+    """Create the messages' tasks (even if they exist), and mark their done tasks done (creating any missing)."""
+    calls = [("ToDo", {"task": task, "solutions": ["Just do it"]}) for message in planned for task in message.tasks]
+    for done in (message.done for message in planned if message.done):
+        matches = [doc_id for doc_id, doc in documents.items() if doc.get("task") == done]
+        if not matches:
+            calls.append(("ToDo", {"task": done, "solutions": ["Just do it"], "status": "done"}))
+            continue
+        patch = {"op": "replace", "path": "/status", "value": "done"}
+        calls.append(("PatchDoc", {"json_doc_id": matches[0], "planned_edits": "Mark it done.", "patches": [patch]}))
+    return tool_calls_reply(*calls)
 
 
-def profile_reply(planned: Message, request: dict) -> dict:
-    """Create the profile with the message's hobby, or patch the hobby into the existing interests."""
+def profile_reply(planned: list[Message], request: dict) -> dict:
+    """Create the profile with the messages' hobbies, or patch them into the existing interests."""
+    hobbies = [message.hobby for message in planned if message.hobby]
     if "Profile" in tool_names(request):
-        return tool_calls_reply(("Profile", {"interests": [planned.hobby]}))
+        return tool_calls_reply(("Profile", {"interests": hobbies}))
     [(doc_id, doc)] = existing_documents(request).items()
     interests = [*doc.get("interests", [])]
-    interests += [planned.hobby] if planned.hobby not in interests else []
+    interests += [hobby for hobby in hobbies if hobby not in interests]
     patch = {"op": "replace", "path": "/interests", "value": interests}
     return tool_calls_reply(
-        ("PatchDoc", {"json_doc_id": doc_id, "planned_edits": "Add the hobby.", "patches": [patch]})
+        ("PatchDoc", {"json_doc_id": doc_id, "planned_edits": "Add the hobbies.", "patches": [patch]})
     )
 
 
 class PlannedModel:
-    """The stub's responder: answers as a model following the plan would, each answer after a random delay."""
+    """The stub's responder: answers as a naive model following the plan would, each after a random delay."""
 
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)
 
     def __call__(self, request: dict) -> dict | StubError:
-        """Route a new user message, answer after updates, summarise, or extract the planned changes."""
+        """Route new user messages, answer after updates, summarise, or extract the planned changes."""
         time.sleep(self.rng.uniform(0, MAX_REPLY_DELAY))
         kind = kind_of(request)
         if kind == "chat":
             if "UpdateMemory" in tool_names(request) and request["messages"][-1]["role"] == "user":
-                return update(*planned_message(request).update_types)
+                return update(*dict.fromkeys(kind for message in planned_messages(request) for kind in message.update_types))
             return text_reply("Saved.")
-        planned = planned_message(request)
+        planned = planned_messages(request)
         if kind == "todo":
             return todo_reply(planned, existing_documents(request))
         if kind == "profile":
             return profile_reply(planned, request)
-        return text_reply(planned.style)
+        return text_reply([message.style for message in planned if message.style][-1])
 
 
 @dataclass(frozen=True)
@@ -195,10 +210,16 @@ def check_consistent(memories: Memories, progress: Progress) -> None:
     assert not [task for task, count in counts.items() if count > 1], f"duplicate ToDos: {counts}"
     for planned in PLAN:
         assert len({task in counts for task in planned.tasks}) <= 1, f"half of {planned.tasks} was written"
+    check_applied(memories, progress.acked)
+
+
+def check_applied(memories: Memories, indices: set[int]) -> None:
+    """The changes of the plan's messages at `indices` are all in the store."""
+    counts = memories.task_counts()
     status = {todo["task"]: todo["status"] for todo in memories.todos.values()}
-    for index in progress.acked:
+    for index in sorted(indices):
         planned = PLAN[index]
-        assert all(task in counts for task in planned.tasks), f"acknowledged message {index} lost its ToDos"
+        assert all(task in counts for task in planned.tasks), f"message {index} lost its ToDos"
         assert planned.done is None or status.get(planned.done) == "done", f"message {index} not applied"
         assert planned.hobby is None or planned.hobby in memories.interests, f"message {index} lost its hobby"
         assert planned.style is None or memories.style_index() >= index, f"message {index} lost its style"
@@ -288,6 +309,7 @@ class Campaign:
     worker: Worker
     reader: CompiledStateGraph
     rng: random.Random
+    policies: tuple[str, ...]
     progress: Progress = field(default_factory=Progress)
     kills: int = 0
     mid_turn_kills: int = 0
@@ -296,7 +318,7 @@ class Campaign:
 
     def life_killed_at_random(self) -> None:
         """Run one life, SIGKILL it at a random moment, then check the store against the last snapshot."""
-        pid = self.worker.spawn(self.rng.choice(["resume", "skip"]), len(PLAN))
+        pid = self.worker.spawn(self.rng.choice(self.policies), len(PLAN))
         self.progress.in_turn = None
         [mode] = self.rng.choices(list(KILL_MODES), weights=list(KILL_MODES.values()))
         triggers_left = self.rng.randint(1, MOST_TRIGGERS_BEFORE_KILL)
@@ -324,7 +346,7 @@ class Campaign:
     def final_life(self) -> None:
         """Let a life settle the last turn and play a few more, unharmed."""
         until = self.progress.highest + 1 + FINAL_TURNS
-        pid = self.worker.spawn("resume", until)
+        pid = self.worker.spawn(self.policies[0], until)
         while (event := self.worker.next(EVENT_TIMEOUT)) != ["done"]:
             assert event and event[0] != "eof", self.worker.problem(f"the final life failed: {event}")
             self.progress.record(event)
@@ -359,9 +381,13 @@ def planned_stub(seed: int):
         yield server
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@pytest.mark.parametrize(
+    ("backend", "policies"),
+    [("sqlite", ("resume", "stream")), ("postgres", ("resume", "stream")), ("sqlite", ("stream",))],
+    ids=["sqlite", "postgres", "sqlite-graph-stream-only"],
+)
 def test_kills_at_random_points_leave_no_duplicate_no_loss_and_no_rejected_request(
-    backend, seed, planned_stub, tmp_path, request
+    backend, policies, seed, planned_stub, tmp_path, request
 ):
     target = request.getfixturevalue("fresh_database") if backend == "postgres" else str(tmp_path / "data")
     storage = {"database_url": target} if backend == "postgres" else {"data_dir": target}
@@ -373,7 +399,7 @@ def test_kills_at_random_points_leave_no_duplicate_no_loss_and_no_rejected_reque
     }
     reader = build_graph(**storage, chat_model=_unused_model)
     worker = Worker(target, env, tmp_path / "worker.log")
-    campaign = Campaign(worker, reader, random.Random(seed))
+    campaign = Campaign(worker, reader, random.Random(seed), policies)
     started = time.monotonic()
     try:
         while campaign.kills < KILLS:
@@ -394,6 +420,8 @@ def test_kills_at_random_points_leave_no_duplicate_no_loss_and_no_rejected_reque
     assert campaign.kills >= 50
     counts = campaign.memories.task_counts()
     assert all(counts[task] == 1 for index in progress.acked for task in PLAN[index].tasks)
+    in_thread = {BY_TEXT[m.text] for m in state.values["messages"] if isinstance(m, HumanMessage)}
+    check_applied(campaign.memories, in_thread)
     assert state.next == ()
     assert_tool_calls_answered(state.values["messages"])
     rejected = [problem for _, problem in planned_stub.rejections]

@@ -58,11 +58,14 @@ def test_thread_recovers_after_a_turn_that_died_mid_update(agent, stub, script):
     with pytest.raises(ModelUnavailableError, match="HTTP 500"):
         agent.invoke({"messages": [HumanMessage("Remind me to water the plants.")]}, config())
 
-    script.add("chat", text_reply("Sorry, that did not save. Want me to try again?"))
+    script.add("todo", tool_calls_reply(("ToDo", {"task": "Water the plants", "solutions": ["Use the blue can"]})))
+    script.add("chat", text_reply("Hello! I saved the plants too."))
     result = agent.invoke({"messages": [HumanMessage("Hello?")]}, config())
 
-    assert result["messages"][-1].content == "Sorry, that did not save. Want me to try again?"
-    sent = stub.requests[-1]["messages"]
-    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "user"]
-    assert todos(agent) == {}
+    assert result["messages"][-1].content == "Hello! I saved the plants too."
+    extraction, chat = stub.requests[-2:]
+    assert [m["role"] for m in extraction["messages"]] == ["system", "user"]
+    assert extraction["messages"][1]["content"] == "Remind me to water the plants."
+    assert [m["role"] for m in chat["messages"]] == ["system", "user", "assistant", "tool", "user"]
+    assert list(todos(agent)) == ["Water the plants"]
 

@@ -17,6 +17,7 @@ from graph.app.scripted_model import (
 )
 from graph.memory.changes import HISTORY
 from graph.memory.store import TODO, namespace
+from graph.nodes.chat import MAX_RESUME_ATTEMPTS
 from tests.support.bookkeeping import assert_tool_calls_answered
 from tests.support.helpers import config, profile_of, todos, turn
 
@@ -88,7 +89,8 @@ def test_tool_calls_made_after_the_limit_are_dropped(agent, model):
     assert list(todos(agent)) == ["Only task"]
 
 
-def test_dangling_tool_call_is_answered_before_the_next_model_call(agent, model):
+def _cut_short_todo_turn(agent, model) -> list:
+    """A ToDo turn whose update node failed: the thread ends with the unanswered routing call."""
     def crash(messages, tools):
         raise RuntimeError("process died mid-update")
 
@@ -96,8 +98,69 @@ def test_dangling_tool_call_is_answered_before_the_next_model_call(agent, model)
     model.add("update_todos", crash)
     with pytest.raises(RuntimeError, match="died"):
         turn(agent, "Remind me to water the plants.")
-    broken = agent.get_state(config()["configurable"] and config()).values["messages"]
+    broken = agent.get_state(config()).values["messages"]
     assert broken[-1].tool_calls, "the thread ends with an unanswered tool call"
+    return broken
+
+
+def test_a_turn_cut_short_is_finished_before_the_next_message(agent, model):
+    routing = _cut_short_todo_turn(agent, model)[-1]
+    seen_by_update = []
+
+    def save_the_plants(messages, tools):
+        seen_by_update.append([m.content for m in messages[1:]])
+        return calls(todo("Water the plants"))
+
+    def strict_reply(messages, tools):
+        assert_tool_calls_answered(messages)
+        return say("Hello! I saved the plants earlier.")
+
+    model.add("update_todos", save_the_plants)
+    model.add("task_maistro", strict_reply)
+    thread = turn(agent, "Hello?")
+
+    assert seen_by_update == [["Remind me to water the plants."]], "the update read only the turn it finishes"
+    assert [m.type for m in thread] == ["human", "ai", "tool", "human", "ai"]
+    assert thread[1].tool_calls == routing.tool_calls and thread[2].tool_call_id == routing.tool_calls[0]["id"]
+    assert thread[2].status == "success"
+    assert list(todos(agent)) == ["Water the plants"]
+    assert len(model.calls_in("task_maistro")) == 2, "finishing the cut-short turn needs no chat model call"
+
+
+def test_a_turn_cut_short_after_its_update_is_not_extracted_again(agent, model):
+    def crash(messages, tools):
+        raise RuntimeError("process died before the reply")
+
+    model.add("task_maistro", route("todo"), crash)
+    model.add("update_todos", calls(todo("Water the plants")))
+    with pytest.raises(RuntimeError, match="died"):
+        turn(agent, "Remind me to water the plants.")
+    seen_by_update = []
+
+    def call_mom(messages, tools):
+        seen_by_update.append([(m.type, m.content) for m in messages[1:]])
+        return calls(todo("Call mom"))
+
+    model.add("task_maistro", route("todo"), say("Added."))
+    model.add("update_todos", call_mom)
+    turn(agent, "Also remind me to call mom.")
+
+    [(first, report, latest)] = seen_by_update
+    assert first == ("human", "Remind me to water the plants.") and latest == ("human", "Also remind me to call mom.")
+    assert report[0] == "ai" and "Water the plants" in report[1], "the earlier turn reads as answered by its report"
+    assert sorted(todos(agent)) == ["Call mom", "Water the plants"]
+
+
+def test_calls_that_fail_every_time_are_given_up_after_a_few_attempts(agent, model):
+    _cut_short_todo_turn(agent, model)
+
+    def crash(messages, tools):
+        raise RuntimeError("fails every time")
+
+    for _attempt in range(MAX_RESUME_ATTEMPTS):
+        model.add("update_todos", crash)
+        with pytest.raises(RuntimeError, match="every time"):
+            turn(agent, "Hello?")
 
     def strict_reply(messages, tools):
         assert_tool_calls_answered(messages)
@@ -107,8 +170,9 @@ def test_dangling_tool_call_is_answered_before_the_next_model_call(agent, model)
     thread = turn(agent, "Hello?")
 
     assert_tool_calls_answered(thread)
-    assert [m.type for m in thread] == ["human", "ai", "tool", "human", "ai"]
-    assert thread[0].content == "Remind me to water the plants."
+    assert [m.type for m in thread] == ["human", "ai", "tool", *["human"] * (MAX_RESUME_ATTEMPTS + 1), "ai"]
+    assert thread[2].status == "error" and thread[0].content == "Remind me to water the plants."
+    assert todos(agent) == {}
 
 
 def test_update_node_replayed_from_its_checkpoint_writes_once(agent, model):

@@ -175,7 +175,7 @@ def chat(
 def _leave_now(code: int) -> NoReturn:
     """Exit at once, without waiting for a turn still running in its worker thread (a model request cannot be
     cancelled from outside). Like a crash, this loses at most the step in flight: with "sync" durability
-    every finished step is on disk, the next message answers tool calls left open, and the operating system
+    every finished step is on disk, the next message finishes the turn first, and the operating system
     releases the thread lock."""
     sys.stdout.flush()
     sys.stderr.flush()

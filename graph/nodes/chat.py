@@ -16,12 +16,14 @@ from graph.state import State
 from graph.thread.summary import fold_into_summary, with_summary
 from graph.thread.tokens import bound_messages, is_blank, truncation_notice
 from graph.thread.tool_calls import (
-    answer_dangling_tool_calls,
     chat_history,
+    interrupted_turn,
+    last_ai_message,
     last_human_message,
     memory_rounds_in_turn,
     pending_update_calls,
     reject_invalid_calls,
+    repair_tool_answers,
     without_tool_calls,
 )
 from prompts import EMPTY_MESSAGE_REPLY, LANGUAGE_RULE, MODEL_SYSTEM_MESSAGE
@@ -31,6 +33,9 @@ from schemas import UpdateMemory
 UPDATE_MEMORY_TOOL = convert_to_openai_tool(UpdateMemory)
 # Routing needs one step for the update nodes and one for the chat node that answers afterwards.
 STEPS_PER_ROUND = 2
+# How often the calls of a turn cut short are re-run before the next message (a kill during the re-run counts
+# too); then they are answered as interrupted, so an update that fails every time cannot hold up the thread.
+MAX_RESUME_ATTEMPTS = 10
 
 
 def chat_system_message(memories: TurnMemories, settings: Configuration, summary: str) -> SystemMessage:
@@ -52,14 +57,25 @@ def task_maistro(
 ) -> dict:
     """Answer the user, or call UpdateMemory.
 
-    Before the model call the thread is made valid (dangling tool calls answered) and, at the start of a
-    turn past the summary's budgets, older messages are folded into the summary. The memories are read once
-    per turn (`graph.memory.context`); past turns reach the prompt without their tool-call bookkeeping. An empty message gets a reply
-    without a model call; an overlong one is cut in the prompt (the thread keeps it) and the reply says so.
+    When the user writes after a turn that was cut short before its memory updates ran, those updates run
+    first (`route_message` sends the turn's pending calls on; they replay with the same call ids, so their
+    writes land on the same keys), and the new message is handled once they are answered; calls that
+    failed MAX_RESUME_ATTEMPTS times are answered as interrupted instead. Before the model
+    call the thread is made valid (every call's answers right after it) and, at the start of a turn past
+    the summary's budgets, older messages are folded into the summary. The memories are read once per turn
+    (`graph.memory.context`); past turns reach the prompt without their tool-call bookkeeping. An empty
+    message gets a reply without a model call; an overlong one is cut in the prompt (the thread keeps it)
+    and the reply says so.
     """
-    settings = Configuration.from_runnable_config(config)
     original = state["messages"]
-    thread = answer_dangling_tool_calls(original) or list(original)
+    if interrupted_turn(original):
+        routing_id = last_ai_message(original).id
+        resumed_id, attempts = state.get("resumed_calls") or ("", 0)
+        attempts = attempts + 1 if resumed_id == routing_id else 1
+        if attempts <= MAX_RESUME_ATTEMPTS:
+            return {"resumed_calls": [routing_id, attempts]}
+    settings = Configuration.from_runnable_config(config)
+    thread = repair_tool_answers(original) or list(original)
     summary = state.get("summary", "")
     turn_starts = isinstance(thread[-1], HumanMessage)
     if turn_starts and is_blank(thread[-1]):

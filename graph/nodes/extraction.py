@@ -19,7 +19,7 @@ from graph.durability import durability_config
 from graph.memory.changes import MemoryChange
 from graph.thread.summary import with_summary
 from graph.thread.tokens import bound_message
-from graph.thread.tool_calls import last_ai_message, spoken_messages
+from graph.thread.tool_calls import last_ai_message, transcript
 
 # trustcall retries unusable model output in a loop; this bounds it (a normal extraction takes < 12 steps).
 EXTRACTION_STEP_LIMIT = 16
@@ -52,7 +52,7 @@ def conversation(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
     """The user-visible conversation before the latest assistant message, without tool-call plumbing."""
     routing = last_ai_message(messages)
     end = messages.index(routing) if routing is not None else len(messages)
-    return [bound_message(message) for message in spoken_messages(messages[:end])]
+    return [bound_message(message) for message in transcript(messages[:end])]
 
 
 def extraction_messages(instruction: str, messages: Sequence[AnyMessage], summary: str = "") -> list[AnyMessage]:

@@ -21,7 +21,7 @@ from graph.memory.redaction import redact_text
 from graph.nodes.extraction import extraction_messages, routing_seed
 from graph.state import State
 from graph.thread.tokens import bound_message
-from graph.thread.tool_calls import pending_update_calls
+from graph.thread.tool_calls import pending_update_calls, through_latest_calls
 from prompts import SECRETS_NOT_SAVED, SEE_ABOVE
 
 
@@ -43,8 +43,8 @@ class UpdateRequest:
 
     @property
     def messages(self) -> Sequence[AnyMessage]:
-        """The thread's messages."""
-        return self.state["messages"]
+        """The thread up to the calls being answered (not what the user wrote after a turn cut short)."""
+        return through_latest_calls(self.state["messages"])
 
     def prompt(self, instruction: str) -> list[AnyMessage]:
         """The extraction prompt: the instruction, the thread's summary and the visible conversation."""

@@ -86,27 +86,54 @@ def without_tool_calls(message: AIMessage) -> AIMessage:
     return AIMessage(content=message.content or LIMIT_REPLY, id=message.id, response_metadata=message.response_metadata)
 
 
-def answer_dangling_tool_calls(messages: Sequence[AnyMessage]) -> list[AnyMessage] | None:
-    """The thread with an answer inserted after every unanswered tool call, or None if none is missing.
+def repair_tool_answers(messages: Sequence[AnyMessage]) -> list[AnyMessage] | None:
+    """The thread with every call's answers right after the calling message, or None if it needs no repair.
 
-    Answers go right after the calling message's existing answers, where strict servers expect them.
+    Strict servers expect them there. Answers that arrived later (an interrupted turn finished after the
+    user's next message) move up, in the order they came; a call without an answer gets one saying it was
+    interrupted.
     """
-    answered = _answered_ids(messages)
-    repaired: list[AnyMessage] = []
-    missing: list[ToolMessage] = []
+    caller = {call_id: index for index, m in enumerate(messages) if isinstance(m, AIMessage) for call_id in _call_ids(m)}
+    answers: dict[int, list[ToolMessage]] = {}
     for message in messages:
-        if missing and not isinstance(message, ToolMessage):
-            repaired.extend(missing)
-            missing = []
+        if isinstance(message, ToolMessage) and message.tool_call_id in caller:
+            answers.setdefault(caller[message.tool_call_id], []).append(message)
+    repaired: list[AnyMessage] = []
+    for index, message in enumerate(messages):
+        if isinstance(message, ToolMessage) and message.tool_call_id in caller:
+            continue
         repaired.append(message)
         if isinstance(message, AIMessage):
-            missing = [
+            given = answers.get(index, [])
+            answered = {answer.tool_call_id for answer in given}
+            repaired += given
+            repaired += [
                 ToolMessage(content=INTERRUPTED_ANSWER, tool_call_id=call_id, status="error")
                 for call_id in _call_ids(message)
                 if call_id not in answered
             ]
-    repaired.extend(missing)
-    return repaired if len(repaired) != len(messages) else None
+    unchanged = len(repaired) == len(messages) and all(a is b for a, b in zip(repaired, messages, strict=True))
+    return None if unchanged else repaired
+
+
+def through_latest_calls(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+    """The thread up to the latest assistant message and the answers after it.
+
+    What an update node works from: user messages sent after a turn that was cut short, before its update
+    nodes ran, belong to the next turn, not to the calls being finished.
+    """
+    routing = last_ai_message(messages)
+    if routing is None:
+        return list(messages)
+    end = messages.index(routing) + 1
+    while end < len(messages) and isinstance(messages[end], ToolMessage):
+        end += 1
+    return list(messages[:end])
+
+
+def interrupted_turn(messages: Sequence[AnyMessage]) -> bool:
+    """Whether the user wrote again after a turn whose UpdateMemory calls were cut short before their update ran."""
+    return isinstance(messages[-1], HumanMessage) and bool(pending_update_calls(messages))
 
 
 def spoken_messages(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
@@ -120,6 +147,13 @@ def spoken_messages(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
     return spoken
 
 
+def split_turns(messages: Sequence[AnyMessage]) -> list[list[AnyMessage]]:
+    """The thread cut before each user message: its turns, after what came before the first one (if anything)."""
+    starts = [i for i, m in enumerate(messages) if isinstance(m, HumanMessage)]
+    bounds = [0, *starts] if starts[:1] != [0] else starts
+    return [list(messages[start:end]) for start, end in zip(bounds, [*bounds[1:], len(messages)]) if start < end]
+
+
 def chat_history(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
     """What the chat prompt carries of a thread: ended turns without their tool-call bookkeeping, the rest whole.
 
@@ -127,13 +161,29 @@ def chat_history(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
     bookkeeping: the reply says what changed, and the memories are in the system prompt. A turn cut short
     keeps them, so the model sees that its update was interrupted; so does the current turn.
     """
-    starts = [i for i, m in enumerate(messages) if isinstance(m, HumanMessage)]
-    history: list[AnyMessage] = list(messages[: starts[0]] if starts else messages)
-    for start, end in zip(starts, [*starts[1:], len(messages)]):
-        turn = messages[start:end]
-        ended = end < len(messages) and isinstance(turn[-1], AIMessage) and not turn[-1].tool_calls
+    turns = split_turns(messages)
+    history: list[AnyMessage] = []
+    for turn in turns[:-1]:
+        ended = isinstance(turn[0], HumanMessage) and isinstance(turn[-1], AIMessage) and not turn[-1].tool_calls
         history += spoken_messages(turn) if ended else turn
-    return history
+    return history + (turns[-1] if turns else [])
+
+
+def transcript(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+    """The user's and the assistant's words, turn by turn, as an extraction reads them.
+
+    An earlier turn cut short after its memory updates but before its reply gets the updates' reports as
+    the assistant's words, so that its message does not read as still waiting to be acted on.
+    """
+    turns = split_turns(messages)
+    said: list[AnyMessage] = []
+    for turn in turns[:-1]:
+        spoken = spoken_messages(turn)
+        reports = [m.text for m in turn if isinstance(m, ToolMessage) and m.status != "error"]
+        if reports and not any(isinstance(m, AIMessage) for m in spoken):
+            spoken.append(AIMessage(content="\n".join(reports)))
+        said += spoken
+    return said + (spoken_messages(turns[-1]) if turns else [])
 
 
 def memory_rounds_in_turn(messages: Sequence[AnyMessage]) -> int:

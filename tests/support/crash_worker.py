@@ -20,8 +20,11 @@ Where a life continues: it reads the thread from the checkpoint, as `get_state` 
   writes applied and nothing next, although the turn goes on from there.
 - Otherwise the turn was cut short: with POLICY `resume` the life sends message I again, which
   `ChatSession` must turn into a resume from the last checkpoint (the retry path of `maistro chat`), and
-  prints `resume I`, then `ack I`; with POLICY `skip` it prints `abandon I` and sends message I + 1 as a
-  new message, so the chat node must answer the dangling tool calls of the dead turn.
+  prints `resume I`, then `ack I`; with POLICY `stream` it prints `abandon I` and goes on with I + 1 as a
+  program would, so the graph must finish the dead turn before it handles the new message.
+
+A `resume` life plays its messages through `ChatSession`; a `stream` life sends each one with
+`graph.stream({"messages": [message]}, config)`, as a program using the graph directly does.
 Then for each further message J it prints `start J`, plays the turn and prints `ack J`. After each store
 write that commits, a life prints `wrote` and pauses for COMMIT_PAUSE_SECONDS, as if the checkpoint
 database were slower than the store, so the test can aim kills between a memory's commit and the
@@ -118,9 +121,14 @@ def _report_writes(store) -> None:
     store.batch = batch_and_report
 
 
-def _play(session: ChatSession, index: int) -> None:
-    for _event in session.send(PLAN[index].text):
-        pass
+def _play(session: ChatSession, policy: str, index: int) -> None:
+    if policy == "stream":
+        message = {"messages": [HumanMessage(PLAN[index].text)]}
+        for _update in session.graph.stream(message, session.config, stream_mode="updates"):
+            pass
+    else:
+        for _event in session.send(PLAN[index].text):
+            pass
     say("ack", index)
 
 
@@ -140,12 +148,12 @@ def life(target: str, policy: str, until: int) -> None:
             say("ack", last)
         elif policy == "resume":
             say("resume", last)
-            _play(session, last)
+            _play(session, policy, last)
         else:
             say("abandon", last)
     for index in range(start, until):
         say("start", index)
-        _play(session, index)
+        _play(session, policy, index)
     say("done")
 
 
