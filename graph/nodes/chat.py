@@ -60,9 +60,9 @@ def task_maistro(
     When the user writes after a turn that was cut short before its memory updates ran, those updates run
     first (`route_message` sends the turn's pending calls on; they replay with the same call ids, so their
     writes land on the same keys), and the new message is handled once they are answered; calls that
-    failed MAX_RESUME_ATTEMPTS times are answered as interrupted instead. Before the model
-    call the thread is made valid (every call's answers right after it) and, at the start of a turn past
-    the summary's budgets, older messages are folded into the summary. The memories are read once per turn
+    failed MAX_RESUME_ATTEMPTS times are answered as interrupted instead. Before the model call the thread
+    is made valid (every call's answers right after it) and, at the start of a turn past the summary's
+    budgets, older messages are folded into the summary. The memories are read once per turn
     (`graph.memory.context`); past turns reach the prompt without their tool-call bookkeeping. An empty
     message gets a reply without a model call; an overlong one is cut in the prompt (the thread keeps it)
     and the reply says so.

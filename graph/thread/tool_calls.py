@@ -159,7 +159,7 @@ def chat_history(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
 
     Once a turn has ended (with a reply that calls no tool) its UpdateMemory calls and their answers are only
     bookkeeping: the reply says what changed, and the memories are in the system prompt. A turn cut short
-    keeps them, so the model sees that its update was interrupted; so does the current turn.
+    keeps them, so the model sees what its updates did; so does the current turn.
     """
     turns = split_turns(messages)
     history: list[AnyMessage] = []
