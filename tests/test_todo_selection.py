@@ -1,11 +1,16 @@
 """Bounded long-term context: past a limit, prompts carry the ToDos relevant to the turn plus counts."""
 
+import time
+from datetime import datetime, timezone
+
+from langgraph.store.base import Item
 from langgraph.store.memory import InMemoryStore
 
 from graph.app.scripted_model import patch_where, replace, route, say
 from graph.backends.storage import open_store
-from graph.memory.selection import LISTS, entry, select_todos, terms
+from graph.memory.selection import LISTS, deadline_of, entry, select_todos, terms
 from graph.memory.store import TODO, namespace
+from graph.server.memory_page import open_first
 from graph.thread.tokens import count_tokens
 from tests.support.helpers import fill, todos, turn
 
@@ -93,3 +98,21 @@ def test_a_list_read_again_prepares_only_what_changed(tmp_path, monkeypatch):
         assert "item-00042" in [item.key for item in selection.items]
         assert selection.hidden_open + selection.hidden_closed + len(selection.items) == 199
         assert any(key[1:] == ("todo", "u") for key in LISTS._lists)
+
+
+def test_the_memory_page_and_the_prompt_read_a_deadline_without_a_zone_alike(monkeypatch):
+    monkeypatch.setenv("TZ", "America/Los_Angeles")
+    time.tzset()
+    try:
+        now = datetime.now(timezone.utc)
+        naive = Item(value={"task": "naive", "status": "not started", "deadline": "2026-12-01T10:00:00"},
+                     key="a", namespace=("todo", "u"), created_at=now, updated_at=now)
+        aware = Item(value={"task": "aware", "status": "not started", "deadline": "2026-12-01T09:00:00-05:00"},
+                     key="b", namespace=("todo", "u"), created_at=now, updated_at=now)
+        page_order = [item.key for item in open_first([aware, naive])]
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+
+    assert deadline_of(naive.value) < deadline_of(aware.value)
+    assert page_order == ["a", "b"], "10:00 without a zone is UTC, before 09:00 at UTC-5"

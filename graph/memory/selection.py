@@ -147,14 +147,15 @@ def entry(item: Item) -> Entry:
     """Prepare one item for ranking (the costly part: splitting its text into terms)."""
     recency = (-item.updated_at.timestamp(), -item.created_at.timestamp(), item.key)
     terms_ = text_terms(searchable_text(item.value))
-    return Entry(item, terms_, item.value.get("status") in OPEN_STATUSES, _deadline(item), recency)
+    return Entry(item, terms_, item.value.get("status") in OPEN_STATUSES, deadline_of(item.value), recency)
 
 
-def _deadline(item: Item) -> datetime | None:
-    if not item.value.get("deadline"):
+def deadline_of(todo: dict) -> datetime | None:
+    """A ToDo's deadline as an aware datetime (one without a zone is taken as UTC); None when it has none."""
+    if not todo.get("deadline"):
         return None
     try:
-        parsed = datetime.fromisoformat(str(item.value["deadline"]))
+        parsed = datetime.fromisoformat(str(todo["deadline"]))
     except ValueError:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)

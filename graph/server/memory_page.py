@@ -8,7 +8,6 @@ changed the document since, the edit is refused rather than overwriting that cha
 
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from langgraph.store.base import BaseStore, Item
@@ -24,6 +23,7 @@ from graph.memory.changes import (
     list_history,
     undo_change,
 )
+from graph.memory.selection import deadline_of
 from graph.memory.store import (
     INSTRUCTIONS,
     INSTRUCTIONS_KEY,
@@ -65,10 +65,8 @@ def todo_entry(item: Item) -> dict[str, Any]:
 
 
 def _deadline(item: Item) -> float:
-    try:
-        return datetime.fromisoformat(item.value["deadline"]).timestamp()
-    except (KeyError, TypeError, ValueError):
-        return float("inf")
+    deadline = deadline_of(item.value)
+    return deadline.timestamp() if deadline else float("inf")
 
 
 def open_first(items: list[Item]) -> list[Item]:
