@@ -11,7 +11,7 @@ from langgraph.store.postgres import PostgresStore
 from langgraph.store.sqlite import SqliteStore
 from psycopg.types.json import Jsonb
 
-from graph.backends import todo_sql
+from graph.backends import todo_changes, todo_sql
 from graph.backends.sqlite import DATABASE_FILE, connect
 from graph.backends.storage import open_store
 from graph.memory.selection import select_todos
@@ -153,3 +153,10 @@ def test_a_database_without_the_change_log_gets_it_when_it_opens(database, fetch
 
     assert "Groom the okapi" in found
     assert fetched == [100, 1]
+
+
+def test_a_postgresql_server_too_old_for_the_change_log_is_refused_with_a_sentence(monkeypatch, fresh_database):
+    monkeypatch.setattr(todo_changes, "OLDEST_POSTGRES", 10**9)  # every real server is "too old" now
+    with pytest.raises(RuntimeError, match=r"needs PostgreSQL 13 or later; this server is version \d+"):
+        with open_store(None, fresh_database):
+            pass

@@ -27,19 +27,23 @@ def open_postgres(url: str, index: IndexConfig | None, ttl: TTLConfig, *, checkp
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
         open=True,
     )
-    saver = PruningPostgresSaver(pool) if checkpointer else None
-    store = AtomicPostgresStore(pool, index=index, ttl=ttl)
-    with pool.connection() as conn:
-        # Poll instead of blocking in pg_advisory_lock: a blocked statement holds a snapshot that the
-        # migrations' CREATE INDEX CONCURRENTLY in the lock holder would wait for, a deadlock.
-        while not conn.execute("SELECT pg_try_advisory_lock(%s) AS locked", (SETUP_LOCK,)).fetchone()["locked"]:
-            time.sleep(0.05)
-        try:
-            if saver is not None:
-                saver.setup()
-                saver.prune_all()
-            store.setup()
-            install_postgres(store)
-        finally:
-            conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))
+    try:
+        saver = PruningPostgresSaver(pool) if checkpointer else None
+        store = AtomicPostgresStore(pool, index=index, ttl=ttl)
+        with pool.connection() as conn:
+            # Poll instead of blocking in pg_advisory_lock: a blocked statement holds a snapshot that the
+            # migrations' CREATE INDEX CONCURRENTLY in the lock holder would wait for, a deadlock.
+            while not conn.execute("SELECT pg_try_advisory_lock(%s) AS locked", (SETUP_LOCK,)).fetchone()["locked"]:
+                time.sleep(0.05)
+            try:
+                if saver is not None:
+                    saver.setup()
+                    saver.prune_all()
+                store.setup()
+                install_postgres(store)
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))
+    except BaseException:
+        pool.close()  # a failed setup (an unreachable or too old server, no rights) leaves no connections open
+        raise
     return saver, store

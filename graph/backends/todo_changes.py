@@ -20,6 +20,8 @@ from graph.memory.store import TODO
 
 PREFIX = f"{TODO}."
 TABLE = "maistro_todo_changes"
+# pg_current_xact_id() and xid8, which the PostgreSQL log is stamped with, came in PostgreSQL 13.
+OLDEST_POSTGRES = 130000
 _logged: "weakref.WeakKeyDictionary[BaseStore, str]" = weakref.WeakKeyDictionary()
 
 _SQLITE_TABLE = f"""
@@ -88,6 +90,10 @@ def install_sqlite(store: BaseStore) -> None:
 def install_postgres(store: BaseStore) -> None:
     """Give a set-up PostgreSQL store's database the change log and its triggers (once), and read it through the log."""
     with store._cursor(pipeline=True) as cur:  # one transaction (the store has no pipeline mode)
+        cur.execute("SHOW server_version_num")
+        version = int(cur.fetchone()["server_version_num"])
+        if version < OLDEST_POSTGRES:
+            raise RuntimeError(f"task-maistro needs PostgreSQL 13 or later; this server is version {version // 10000}.")
         for statement in _POSTGRES_SETUP:
             cur.execute(statement, prepare=False)
         cur.execute("SELECT 1 FROM pg_trigger WHERE tgname = %s AND tgrelid = 'store'::regclass", (f"{TABLE}_written",))
