@@ -102,16 +102,19 @@ def existing_documents(request: dict) -> dict[str, dict]:
 
 
 def todo_reply(planned: list[Message], documents: dict[str, dict]) -> dict:
-    """Create the messages' tasks (even if they exist), and mark their done tasks done (creating any missing)."""
-    calls = [("ToDo", {"task": task, "solutions": ["Just do it"]}) for message in planned for task in message.tasks]
-    for done in (message.done for message in planned if message.done):
-        matches = [doc_id for doc_id, doc in documents.items() if doc.get("task") == done]
-        if not matches:
-            calls.append(("ToDo", {"task": done, "solutions": ["Just do it"], "status": "done"}))
+    """Create the messages' tasks (even if they exist), and mark their done tasks done: a task created in the
+    same reply is created done, an existing one patched, a missing one created done."""
+    done = {message.done for message in planned if message.done}
+    created = {task: {"task": task, "solutions": ["Just do it"]} for message in planned for task in message.tasks}
+    calls = []
+    for task in sorted(done):
+        matches = [doc_id for doc_id, doc in documents.items() if doc.get("task") == task]
+        if task in created or not matches:
+            created[task] = {"task": task, "solutions": ["Just do it"], "status": "done"}
             continue
         patch = {"op": "replace", "path": "/status", "value": "done"}
         calls.append(("PatchDoc", {"json_doc_id": matches[0], "planned_edits": "Mark it done.", "patches": [patch]}))
-    return tool_calls_reply(*calls)
+    return tool_calls_reply(*(("ToDo", document) for document in created.values()), *calls)
 
 
 def profile_reply(planned: list[Message], request: dict) -> dict:
