@@ -14,6 +14,7 @@ from psycopg.types.json import Jsonb
 from graph.backends import todo_changes, todo_sql
 from graph.backends.sqlite import DATABASE_FILE, connect
 from graph.backends.storage import open_store
+from graph.memory.admin import forget_user
 from graph.memory.selection import select_todos
 from graph.memory.store import TODO, namespace
 from tests.support.helpers import fill
@@ -160,3 +161,32 @@ def test_a_postgresql_server_too_old_for_the_change_log_is_refused_with_a_senten
     with pytest.raises(RuntimeError, match=r"needs PostgreSQL 13 or later; this server is version \d+"):
         with open_store(None, fresh_database):
             pass
+
+
+def test_a_forgotten_user_leaves_nothing_in_the_log_and_readers_read_afresh(database, fetched):
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    with open_store(**database, embeddings="") as reader, open_store(**database, embeddings="") as writer:
+        fill(writer, "u", 30)
+        fill(writer, "other", 5)
+        assert len(tasks(reader)) == 30
+        forget_user(writer, InMemorySaver(), "u")
+        assert tasks(reader) == set(), "the reader learnt of the deletions the log no longer holds"
+        writer.put(NS, "again", chore("Feed the okapi"))
+        found = tasks(reader, "okapi")
+        logged = log_prefixes(writer, database)
+
+    assert found == {"Feed the okapi"}
+    assert fetched == [30, 0, 0, 1], "the read after the forget found the count changed and read the list again"
+    assert logged == {".".join(namespace(TODO, "other")): 5, ".".join(NS): 1}, "only the new ToDo of u is logged"
+
+
+def log_prefixes(store, database: dict) -> dict[str, int]:
+    """How many log rows each prefix has, read straight from the database."""
+    statement = f"SELECT prefix, count(*) FROM {todo_changes.TABLE} GROUP BY prefix"
+    if database["database_url"]:
+        with psycopg.connect(database["database_url"]) as conn:
+            return dict(conn.execute(statement).fetchall())
+    with store._cursor(transaction=False) as cur:
+        cur.execute(statement)
+        return dict(cur.fetchall())

@@ -7,6 +7,10 @@ back to the oldest transaction still running when it last read, see `graph.backe
 row keeps its log row, so readers learn of the deletion. The triggers catch every writer of the database: the
 update nodes, imports, the TTL sweeper, other processes, LangGraph's own store classes.
 
+Forgetting a user (`forget_changes`) deletes their log rows too, so the log keeps nothing of them, and adds a
+row to `maistro_todo_forgets`: readers compare its count with the one of their last read and read every
+list whole again when it changed, since the deletions they would have learned of are gone.
+
 `install_sqlite` / `install_postgres` create the table and triggers when our storage opens (idempotent), and on
 a database that had no log yet, log every ToDo already stored, in the same transaction. `change_log` tells
 the reader which stores it may read through the log; any other store is read through its own API.
@@ -16,10 +20,11 @@ import weakref
 
 from langgraph.store.base import BaseStore
 
-from graph.memory.store import TODO
+from graph.memory.store import TODO, namespace
 
 PREFIX = f"{TODO}."
 TABLE = "maistro_todo_changes"
+FORGETS = "maistro_todo_forgets"
 # pg_current_xact_id() and xid8, which the PostgreSQL log is stamped with, came in PostgreSQL 13.
 OLDEST_POSTGRES = 130000
 _logged: "weakref.WeakKeyDictionary[BaseStore, str]" = weakref.WeakKeyDictionary()
@@ -29,6 +34,7 @@ CREATE TABLE IF NOT EXISTS {TABLE} (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, prefix TEXT NOT NULL, key TEXT NOT NULL, UNIQUE (prefix, key)
 );
 CREATE INDEX IF NOT EXISTS {TABLE}_since ON {TABLE} (prefix, seq);
+CREATE TABLE IF NOT EXISTS {FORGETS} (id INTEGER PRIMARY KEY AUTOINCREMENT);
 """
 # INSERT OR REPLACE gives the (prefix, key) a new, higher `seq` (AUTOINCREMENT never reuses one).
 _SQLITE_TRIGGER = """
@@ -43,6 +49,7 @@ _SQLITE_BACKFILL = f"INSERT OR IGNORE INTO {TABLE} (prefix, key) SELECT prefix, 
 _POSTGRES_SETUP = [
     f"CREATE TABLE IF NOT EXISTS {TABLE} (prefix text NOT NULL, key text NOT NULL, xid xid8 NOT NULL, PRIMARY KEY (prefix, key))",
     f"CREATE INDEX IF NOT EXISTS {TABLE}_since ON {TABLE} (prefix, xid)",
+    f"CREATE TABLE IF NOT EXISTS {FORGETS} (id bigserial PRIMARY KEY)",
     f"""CREATE OR REPLACE FUNCTION {TABLE}_log() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     changed store%ROWTYPE;
@@ -101,6 +108,22 @@ def install_postgres(store: BaseStore) -> None:
             for statement in _POSTGRES_TRIGGERS:
                 cur.execute(statement, prepare=False)
     _logged[store] = "postgres"
+
+
+def forget_changes(store: BaseStore, user_id: str) -> None:
+    """Delete the user's ToDo log rows (after their ToDos were deleted) and tell every reader to read afresh."""
+    backend = change_log(store)
+    if backend is None:
+        return
+    prefix = ".".join(namespace(TODO, user_id))
+    if backend == "sqlite":
+        with store._cursor() as cur:
+            cur.execute(f"DELETE FROM {TABLE} WHERE prefix = ?", (prefix,))
+            cur.execute(f"INSERT INTO {FORGETS} DEFAULT VALUES")
+    else:
+        with store._cursor(pipeline=True) as cur:
+            cur.execute(f"DELETE FROM {TABLE} WHERE prefix = %s", (prefix,))
+            cur.execute(f"INSERT INTO {FORGETS} DEFAULT VALUES")
 
 
 def change_log(store: BaseStore) -> str | None:

@@ -6,7 +6,8 @@ instructions: one round trip, one pool checkout, and a cost that follows the cha
 deleted row comes back without a value, and so does, on PostgreSQL when the store hides expired items, a row
 that has expired since the last read. A store without the change log is read through its own API instead.
 
-Marks: on SQLite the highest log number read (writers take turns, so no lower number can commit later); on
+Marks: the number of users forgotten so far (a change means the log lost rows: the reader reads the whole list
+again, see `graph.backends.todo_changes.forget_changes`), and on SQLite the highest log number read (writers take turns, so no lower number can commit later); on
 PostgreSQL the oldest transaction still running when the statement ran (every older one has finished and is
 visible to it), and the server's time, for expiries. So a PostgreSQL read may return again rows it already
 returned, committed by transactions that were running at the last read; the reader skips those by version.
@@ -18,13 +19,13 @@ from typing import Any
 import orjson
 from langgraph.store.base import BaseStore, Item
 
-from graph.backends.todo_changes import TABLE, change_log
+from graph.backends.todo_changes import FORGETS, TABLE, change_log
 from graph.memory.store import INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, TODO, namespace
 
 # Every row is (kind, key, version, value, created_at, updated_at): kind "todo" (a changed ToDo; version: its
 # log number or transaction; no value when it is gone), "profile", "instructions", and on PostgreSQL "expired"
 # (a ToDo that has expired since the last read) and "mark" (version: the oldest running transaction;
-# created_at: the server's time).
+# created_at: the server's time); "forgets" (version: how many users were forgotten).
 _STATEMENT = """
 SELECT 'todo' AS kind, c.key, {version} AS version, {value} AS value, s.created_at, s.updated_at
 FROM {log} AS c LEFT JOIN store AS s ON s.prefix = c.prefix AND s.key = c.key {live_s}
@@ -37,9 +38,12 @@ SELECT * FROM (
 UNION ALL
 SELECT 'instructions', key, NULL, {plain_value}, created_at, updated_at FROM store
 WHERE prefix = {instructions} AND key = {instructions_key} {live}
+UNION ALL
+SELECT 'forgets', NULL, {forgets}, NULL, NULL, NULL FROM {forgets_table}
 """
 SQLITE_STATEMENT = _STATEMENT.format(
     log=TABLE, version="c.seq", value="s.value", plain_value="value", live_s="", live="", since="c.seq > :seen",
+    forgets="coalesce(max(id), 0)", forgets_table=FORGETS,
     todo=":todo", profile=":profile", instructions=":instructions", instructions_key=":instructions_key",
 )
 _POSTGRES_MARK = """
@@ -60,6 +64,7 @@ def postgres_statement(hide_expired: bool) -> str:
     return _STATEMENT.format(
         log=TABLE, version="c.xid::text", value="s.value::text", plain_value="value::text",
         live_s=live.format(column="s."), live=live.format(column=""), since="c.xid >= %(seen)s::xid8",
+        forgets="coalesce(max(id), 0)::text", forgets_table=FORGETS,
         todo="%(todo)s", profile="%(profile)s", instructions="%(instructions)s", instructions_key="%(instructions_key)s",
     ) + (_POSTGRES_EXPIRED if hide_expired else "") + _POSTGRES_MARK
 
@@ -75,13 +80,14 @@ class TodoChange:
 
 @dataclass(frozen=True)
 class MemoryRows:
-    """What the statement read: the ToDo changes, the profile and instructions items (None when absent), and the
-    mark to read the next changes from."""
+    """What the statement read: the ToDo changes (every ToDo when `whole`), the profile and instructions items
+    (None when absent), and the mark to read the next changes from."""
 
     changes: list[TodoChange]
     profile: Item | None
     instructions: Item | None
     mark: Any
+    whole: bool
 
 
 def _item(row: tuple, kind: str, user_id: str) -> Item:
@@ -123,13 +129,18 @@ def _postgres_rows(store: Any, user_id: str, mark: Any) -> tuple[list[tuple], An
 
 def memory_rows(store: BaseStore, user_id: str, mark: Any) -> MemoryRows:
     """The ToDo rows changed since `mark` (None: all of them), the profile and the instructions, in one statement,
-    from a store with the change log (`graph.backends.todo_changes.change_log`)."""
+    from a store with the change log (`graph.backends.todo_changes.change_log`). When a user was forgotten since
+    `mark`, it reads again, all of them (`whole`)."""
     read = _sqlite_rows if change_log(store) == "sqlite" else _postgres_rows
-    rows, mark = read(store, user_id, mark)
+    forgets_then, position = mark if mark is not None else (None, None)
+    rows, position = read(store, user_id, position)
+    forgets = next(row[VERSION] for row in rows if row[KIND] == "forgets")
+    if forgets_then is not None and forgets != forgets_then:
+        return memory_rows(store, user_id, None)
     changes = [
         TodoChange(row[KEY], row[VERSION], _item(row, TODO, user_id) if row[KIND] == TODO and row[VALUE] is not None else None)
         for row in rows
         if row[KIND] in (TODO, "expired")
     ]
     documents = {row[KIND]: _item(row, row[KIND], user_id) for row in rows if row[KIND] in (PROFILE, INSTRUCTIONS)}
-    return MemoryRows(changes, documents.get(PROFILE), documents.get(INSTRUCTIONS), mark)
+    return MemoryRows(changes, documents.get(PROFILE), documents.get(INSTRUCTIONS), (forgets, position), mark is None)

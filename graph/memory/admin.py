@@ -169,10 +169,16 @@ def last_thread(checkpointer: BaseCheckpointSaver, user_id: str) -> str | None:
 
 
 def forget_user(store: BaseStore, checkpointer: BaseCheckpointSaver, user_id: str) -> tuple[int, int]:
-    """Delete every memory and every thread of the user; returns (memories deleted, threads deleted)."""
+    """Delete every memory and every thread of the user; returns (memories deleted, threads deleted).
+
+    The ToDo change log forgets the user too (`graph.backends.todo_changes.forget_changes`).
+    """
+    from graph.backends.todo_changes import forget_changes
+
     items = user_items(store, user_id)
     if items:
         store.batch([PutOp(item.namespace, item.key, None) for item in items])
+    forget_changes(store, user_id)
     threads = user_threads(checkpointer, user_id)
     for thread_id in threads:
         checkpointer.delete_thread(thread_id)

@@ -79,6 +79,8 @@ def read_turn(store: BaseStore, user_id: str, wanted: Sequence[str], quotas: Quo
     kept = LISTS.take(store, list_id)
     (mark, versions), prepared = kept if kept else ((None, {}), None)
     rows = memory_rows(store, user_id, mark)
+    if rows.whole:
+        versions, prepared = {}, None
     changed: list[Entry] = []
     removed: list[str] = []
     for change in rows.changes:
