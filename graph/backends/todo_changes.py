@@ -115,15 +115,11 @@ def forget_changes(store: BaseStore, user_id: str) -> None:
     backend = change_log(store)
     if backend is None:
         return
-    prefix = ".".join(namespace(TODO, user_id))
-    if backend == "sqlite":
-        with store._cursor() as cur:
-            cur.execute(f"DELETE FROM {TABLE} WHERE prefix = ?", (prefix,))
-            cur.execute(f"INSERT INTO {FORGETS} DEFAULT VALUES")
-    else:
-        with store._cursor(pipeline=True) as cur:
-            cur.execute(f"DELETE FROM {TABLE} WHERE prefix = %s", (prefix,))
-            cur.execute(f"INSERT INTO {FORGETS} DEFAULT VALUES")
+    sqlite = backend == "sqlite"
+    # One transaction either way: the SQLite store's cursor opens one, the PostgreSQL store's pipeline cursor too.
+    with store._cursor() if sqlite else store._cursor(pipeline=True) as cur:
+        cur.execute(f"DELETE FROM {TABLE} WHERE prefix = {'?' if sqlite else '%s'}", (".".join(namespace(TODO, user_id)),))
+        cur.execute(f"INSERT INTO {FORGETS} DEFAULT VALUES")
 
 
 def change_log(store: BaseStore) -> str | None:

@@ -8,6 +8,7 @@ answers, secret redaction, one batch for the changes and their history, and the 
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from functools import cached_property
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
@@ -41,7 +42,7 @@ class UpdateRequest:
         """The user whose memory is updated."""
         return self.settings.resolved_user_id
 
-    @property
+    @cached_property
     def messages(self) -> Sequence[AnyMessage]:
         """The thread up to the calls being answered (not what the user wrote after a turn cut short)."""
         return through_latest_calls(self.state["messages"])
