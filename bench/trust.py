@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from graph.memory.redaction import redact_text
-from graph.server.auth import MAX_RUN_INPUT_BYTES, MAX_STORE_VALUE_BYTES
+from graph.server.limits import MAX_RUN_INPUT_BYTES, MAX_STORE_VALUE_BYTES
 from tests.support.secret_corpus import ORDINARY_CASES, SECRET_CASES
 
 RECALL_TARGET = 0.98

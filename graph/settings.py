@@ -9,9 +9,10 @@ import functools
 import os
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 PREFIXES = ("MAISTRO_", "OPENAI_")
 DEFAULT_MODEL = "gpt-4.1"
@@ -53,6 +54,25 @@ def _not_blank(text: str) -> str:
     return text
 
 
+def _origins(text: str) -> tuple[str, ...]:
+    origins = tuple(origin.strip().rstrip("/") for origin in text.split(",") if origin.strip())
+    for origin in origins:
+        if origin == "*":
+            raise ValueError("'*' would let every web page use the server; list the origins, such as http://localhost:3000")
+        parts = urlsplit(origin)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.path or parts.query:
+            raise ValueError(f"{origin!r} is not an origin; write scheme://host[:port], such as http://localhost:3000")
+    return origins
+
+
+def _host_names(text: str) -> tuple[str, ...]:
+    names = tuple(name.strip().lower() for name in text.split(",") if name.strip())
+    for name in names:
+        if not name.replace("-", "").replace(".", "").isalnum():
+            raise ValueError(f"{name!r} is not a host name; write names such as maistro.example.com, without ports")
+    return names
+
+
 def _tokens_given(value: str | None) -> str | None:
     if value is not None and not value.strip():
         raise ValueError(
@@ -86,6 +106,9 @@ class Settings(BaseModel):
     auth_tokens_file: Annotated[str | None, AfterValidator(_tokens_given)] = Field(
         None, alias="MAISTRO_AUTH_TOKENS_FILE"
     )
+    cors_origins: Annotated[tuple[str, ...], BeforeValidator(_origins)] = Field((), alias="MAISTRO_CORS_ORIGINS")
+    allowed_hosts: Annotated[tuple[str, ...], BeforeValidator(_host_names)] = Field((), alias="MAISTRO_ALLOWED_HOSTS")
+    max_failed_logins: int = Field(20, ge=1, alias="MAISTRO_MAX_FAILED_LOGINS")
     max_model_calls: int = Field(40, ge=1, le=1000, alias="MAISTRO_MAX_MODEL_CALLS")
 
     @classmethod

@@ -3,12 +3,14 @@
 `/info` shadows the server's own: it tells clients (Agent Chat UI reads it) that crons are off while auth is
 on, since the auth rules refuse them. `/memories` is the memory page: plain HTML, CSS and JavaScript shipped
 in `static/`, whose JSON endpoints (`graph.server.memory_api`) authenticate each request themselves.
+The server guard (`graph.server.guard`) stands in front of every route, the server's own included.
 """
 
 import json
 from pathlib import Path
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, RedirectResponse
 from starlette.routing import Mount, Route
@@ -16,6 +18,7 @@ from starlette.staticfiles import StaticFiles
 
 from graph.server import memory_api
 from graph.server.auth import auth_enabled
+from graph.server.guard import ServerGuard
 
 STATIC = Path(__file__).with_name("static")
 # The page loads only its own files and talks only to its own server; no other site may frame it.
@@ -54,5 +57,7 @@ app = Starlette(
         Route("/memories/", memory_page_slash, methods=["GET"]),
         Mount("/memories/static", StaticFiles(directory=STATIC), name="memory-page-files"),
         *memory_api.routes,
-    ]
+    ],
+    # The API server applies the custom app's middleware to every route it answers, its own included.
+    middleware=[Middleware(ServerGuard)],
 )

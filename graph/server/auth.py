@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graph.memory.store import InvalidUserIdError, check_user_id, user_label
+from graph.server.limits import MAX_RUN_INPUT_BYTES, MAX_SEARCH_LIMIT, MAX_STORE_VALUE_BYTES, json_size
 from graph.settings import Settings, current_settings
 
 if TYPE_CHECKING:
@@ -40,10 +41,8 @@ OWNER = "owner"
 SYSTEM_ASSISTANT = {"created_by": "system"}
 ANONYMOUS = ""
 API_KEY_HEADER = b"x-api-key"
-# Size limits, whether auth is on or not: one user's huge write must not stall the server for everyone.
-MAX_STORE_VALUE_BYTES = 64 * 1024
-MAX_RUN_INPUT_BYTES = 256 * 1024
-MAX_SEARCH_LIMIT = 100
+# A token is a password for a whole user: long enough that guessing one is hopeless behind the 429s.
+MIN_TOKEN_CHARACTERS = 16
 logger = logging.getLogger(__name__)
 
 
@@ -55,6 +54,11 @@ def _token_table(pairs: list[tuple[str, object]], source: str) -> dict[str, str]
             raise ValueError(f"{source}: every entry needs a non-empty token and a non-empty user id")
         if token.strip() in table:
             raise ValueError(f"{source}: a token is listed more than once; give each token to one user")
+        if len(token.strip()) < MIN_TOKEN_CHARACTERS:
+            raise ValueError(
+                f"{source}: a {len(token.strip())}-character token is too easy to guess; use at least "
+                f"{MIN_TOKEN_CHARACTERS} (python -c 'import secrets; print(secrets.token_urlsafe(24))' makes one)"
+            )
         try:
             table[token.strip()] = check_user_id(user_id.strip())
         except InvalidUserIdError as error:
@@ -130,11 +134,6 @@ def _too_large(what: str, size: int, limit: int) -> Exception:
     from langgraph_sdk.auth.exceptions import HTTPException
 
     return HTTPException(status_code=413, detail=f"{what} is {size:,} bytes; the limit is {limit:,} bytes")
-
-
-def json_size(value: Any) -> int:
-    """How many bytes `value` takes as JSON (UTF-8): what the size limits count."""
-    return len(json.dumps(value, ensure_ascii=False, default=str).encode())
 
 
 def presented_token(authorization: str | None, headers: dict[bytes, bytes] | None) -> str:

@@ -21,7 +21,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from graph.memory.store import InvalidUserIdError, check_user_id
-from graph.server.auth import MAX_SEARCH_LIMIT, MAX_STORE_VALUE_BYTES, auth_enabled, authenticate
+from graph.server.auth import auth_enabled, authenticate
+from graph.server.limits import MAX_SEARCH_LIMIT, MAX_STORE_VALUE_BYTES
 from graph.server.memory_page import (
     HISTORY_SHOWN,
     NO_BASE,

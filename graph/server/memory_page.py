@@ -35,7 +35,7 @@ from graph.memory.store import (
     read_profile,
     read_todos,
 )
-from graph.server.auth import MAX_STORE_VALUE_BYTES, json_size
+from graph.server.limits import MAX_STORE_VALUE_BYTES, json_size
 
 # Where page edits say they came from, in the history.
 SOURCE = "on the memory page"

@@ -1,8 +1,10 @@
 """Server tests share one stub endpoint per module: its script and server outlive a single test."""
 
+import shutil
 from collections.abc import Iterator
 
 import pytest
+from playwright.sync_api import Browser, sync_playwright
 
 from tests.support.openai_stub import OpenAIStub
 from tests.support.stub_script import Script
@@ -19,3 +21,14 @@ def stub(script: Script) -> Iterator[OpenAIStub]:
     """The OpenAI-compatible endpoint the server's model calls go to."""
     with OpenAIStub(script) as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Debian's headless Chromium, driven by Playwright (its own browser download cannot reach the internet)."""
+    chromium = shutil.which("chromium")
+    assert chromium, "Debian's chromium is missing: apt-get install chromium (.ci/run installs it)"
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium)
+        yield launched
+        launched.close()

@@ -10,7 +10,7 @@ from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import APIStatusError
 
 from graph.memory.store import TODO, user_label
-from graph.server.auth import MAX_RUN_INPUT_BYTES, MAX_SEARCH_LIMIT, MAX_STORE_VALUE_BYTES
+from graph.server.limits import MAX_RUN_INPUT_BYTES, MAX_SEARCH_LIMIT, MAX_STORE_VALUE_BYTES
 from tests.support.langgraph_server import (
     GRAPH_ID,
     langgraph_dev,
@@ -23,8 +23,9 @@ from tests.support.openai_stub import OpenAIStub, system_text, text_reply, tool_
 from tests.support.stub_script import Script, update
 
 ALICE, BOB = "alice", "bob"
-TOKENS = {ALICE: "alice-9a1f", BOB: "bob-4c2e"}
+TOKENS = {ALICE: "alice-9a1f-hardened-token", BOB: "bob-4c2e-hardened-token"}
 OPERATOR_MODEL = "gpt-operator"
+LONG_TOKEN = "tok-0123456789abcdef"
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +42,8 @@ def server(stub: OpenAIStub, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     [
         ({"MAISTRO_AUTH_TOKENS": ""}, "MAISTRO_AUTH_TOKENS='' is invalid: it is set but empty"),
         ({"MAISTRO_AUTH_TOKEN": "tok:alice"}, "MAISTRO_AUTH_TOKEN is not a task-maistro setting; did you mean"),
-        ({"MAISTRO_AUTH_TOKENS": "tok:alice,tok:carol"}, "a token is listed more than once"),
+        ({"MAISTRO_AUTH_TOKENS": f"{LONG_TOKEN}:alice,{LONG_TOKEN}:carol"}, "a token is listed more than once"),
+        ({"MAISTRO_AUTH_TOKENS": "x:alice"}, "MAISTRO_AUTH_TOKENS: a 1-character token is too easy to guess; use at least 16"),
     ],
 )
 def test_token_settings_that_would_run_open_stop_the_server(tmp_path, variables, sentence):
@@ -66,8 +68,9 @@ def test_standard_clients_log_in_with_x_api_key(server):
 
 
 def test_info_does_not_offer_crons_and_the_api_docs_show_how_to_log_in(server):
-    assert httpx.get(f"{server}/info").json()["flags"]["crons"] is False
-    spec = httpx.get(f"{server}/openapi.json").json()
+    headers = {"X-Api-Key": TOKENS[ALICE]}
+    assert httpx.get(f"{server}/info", headers=headers).json()["flags"]["crons"] is False
+    spec = httpx.get(f"{server}/openapi.json", headers=headers).json()
     schemes = spec["components"]["securitySchemes"]
     assert schemes["BearerToken"] == {**schemes["BearerToken"], "type": "http", "scheme": "bearer"}
     assert schemes["ApiKey"] == {**schemes["ApiKey"], "type": "apiKey", "in": "header", "name": "X-Api-Key"}

@@ -25,7 +25,7 @@ from tests.support.openai_stub import OpenAIStub, system_text, text_reply, tool_
 from tests.support.stub_script import Script, update
 
 ALICE, BOB = "alice", "bob"
-TOKENS = {ALICE: "alice-mcp-51c0e2", BOB: "bob-mcp-7e2a44"}
+TOKENS = {ALICE: "alice-mcp-51c0e2-token", BOB: "bob-mcp-7e2a44-token"}
 PASSPORT = {"task": "Renew the passport", "solutions": ["Book an appointment at the post office"]}
 RPC_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 

@@ -6,7 +6,6 @@ then reads, edits, deletes and undoes them, and every step is checked in the ser
 Every page must log no JavaScript error. Screenshots land in `tests/server/screenshots/latest/`.
 """
 
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -14,17 +13,17 @@ import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from graph.memory.store import HISTORY, INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_KEY, TODO, user_label
-from graph.server.auth import MAX_STORE_VALUE_BYTES
+from graph.server.limits import MAX_STORE_VALUE_BYTES
 from graph.server.memory_api import MAX_BODY_BYTES
 from tests.support.langgraph_server import langgraph_dev, new_thread, offline_environment, play, token_server
 from tests.support.openai_stub import OpenAIStub, text_reply, tool_calls_reply
 from tests.support.stub_script import Script, update
 
 ALICE, BOB = "alice", "bob"
-TOKENS = {ALICE: "alice-page-8e1f0c", BOB: "bob-page-2c7d9a"}
+TOKENS = {ALICE: "alice-page-8e1f0c-token", BOB: "bob-page-2c7d9a-token"}
 SCREENSHOTS = Path(__file__).with_name("screenshots") / "latest"
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
@@ -60,17 +59,6 @@ def server(stub: OpenAIStub, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     scratch = tmp_path_factory.mktemp("memory-page")
     with token_server(scratch, stub, TOKENS) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    """Debian's headless Chromium, driven by Playwright (its own browser download cannot reach the internet)."""
-    chromium = shutil.which("chromium")
-    assert chromium, "Debian's chromium is missing: apt-get install chromium (.ci/run installs it)"
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=chromium)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from langgraph_sdk.client import SyncLangGraphClient
 from graph.configuration import Configuration
 from graph.memory.store import INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_KEY, TODO, user_label
 from graph.server import auth as server_auth
+from graph.server.limits import MAX_STORE_VALUE_BYTES
 from graph.settings import Settings
 from tests.support.langgraph_server import GRAPH_ID, langgraph_dev, new_thread, offline_environment, play
 from tests.support.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply
@@ -30,7 +31,7 @@ from tests.support.stub_script import Script, update
 ALICE = "alice"
 BOB = "bob.smith@example.com"
 CAROL = "carol"
-TOKENS = {ALICE: "alice-3f9c1e", BOB: "bob-7d21aa", CAROL: "carol-55aa0b"}
+TOKENS = {ALICE: "alice-3f9c1e-auth-token", BOB: "bob-7d21aa-auth-token", CAROL: "carol-55aa0b-auth-token"}
 BLOCKED_STATUSES = {403, 404, 409, 422}
 BOB_TASKS = ["Renew Bob's passport", "Water Bob's ferns"]
 BOB_PROFILE = {"name": "Robert Smith", "location": "Boston"}
@@ -65,22 +66,22 @@ def todo_tasks(client: SyncLangGraphClient, user: str) -> list[str]:
 
 def test_tokens_come_from_the_variable_and_the_file(tmp_path):
     token_file = tmp_path / "tokens.json"
-    token_file.write_text(json.dumps({"t2": "bob.smith@example.com", "t3": "张伟"}))
+    token_file.write_text(json.dumps({"t2-0123456789abcdef": "bob.smith@example.com", "t3-0123456789abcdef": "张伟"}))
     environ = {
-        server_auth.TOKENS_VARIABLE: " t1:alice , t4:team:ops ",
+        server_auth.TOKENS_VARIABLE: " t1-0123456789abcdef:alice , t4-0123456789abcdef:team:ops ",
         server_auth.TOKENS_FILE_VARIABLE: str(token_file),
     }
 
-    assert server_auth.load_tokens(Settings.from_environ(environ)) == {"t1": "alice", "t4": "team:ops", "t2": BOB, "t3": "张伟"}
+    assert server_auth.load_tokens(Settings.from_environ(environ)) == {"t1-0123456789abcdef": "alice", "t4-0123456789abcdef": "team:ops", "t2-0123456789abcdef": BOB, "t3-0123456789abcdef": "张伟"}
     assert server_auth.load_tokens(Settings.from_environ({})) == {}
 
 
 @pytest.mark.parametrize(
     "listed, filed",
-    [(" , ", None), ("t1", None), ("t1:", None), (":alice", None), (None, "[]"), (None, '{"t1": ""}'),
-     (None, "{}"), ("t1:alice", '{"t1": "bob"}'), (None, "missing"), ("", None), (None, " "),
-     ("tok:alice,tok:carol", None), ("tok:alice, tok :alice", None), (None, '{"tok": "alice", " tok ": "carol"}'),
-     ("tok:" + "u" * 300, None), (None, '{"tok": "a\\u0000b"}')],
+    [(" , ", None), ("t1-0123456789abcdef", None), ("t1-0123456789abcdef:", None), (":alice", None), (None, "[]"), (None, '{"t1-0123456789abcdef": ""}'),
+     (None, "{}"), ("t1-0123456789abcdef:alice", '{"t1-0123456789abcdef": "bob"}'), (None, "missing"), ("", None), (None, " "),
+     ("tok-0123456789abcdef:alice,tok-0123456789abcdef:carol", None), ("tok-0123456789abcdef:alice, tok-0123456789abcdef :alice", None), (None, '{"tok-0123456789abcdef": "alice", " tok-0123456789abcdef ": "carol"}'),
+     ("tok-0123456789abcdef:" + "u" * 300, None), (None, '{"tok-0123456789abcdef": "a\\u0000b"}')],
 )
 def test_a_token_setting_that_names_no_valid_token_stops_the_server(tmp_path, listed, filed):
     environ = {server_auth.TOKENS_VARIABLE: listed} if listed is not None else {}
@@ -123,7 +124,7 @@ def test_the_token_may_come_as_x_api_key(monkeypatch):
 
 def test_store_values_are_bounded_and_search_limits_clamped():
     with pytest.raises(Auth.exceptions.HTTPException) as refused:
-        server_auth.bound_store_request("put", {"value": {"task": "x" * server_auth.MAX_STORE_VALUE_BYTES}})
+        server_auth.bound_store_request("put", {"value": {"task": "x" * MAX_STORE_VALUE_BYTES}})
     assert refused.value.status_code == 413
     server_auth.bound_store_request("put", {"value": {"task": "x" * 1000}})
     for sent, kept in ((10**9, 100), (-1, 1), ("abc", 10), (20, 20)):
@@ -196,6 +197,8 @@ def server(stub: OpenAIStub, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         MAISTRO_DATA_DIR=str(scratch / "data"),
         MAISTRO_AUTH_TOKENS=f"{TOKENS[ALICE]}:{ALICE}",
         MAISTRO_AUTH_TOKENS_FILE=str(token_file),
+        # This module sends dozens of wrong tokens on purpose; test_lockdown.py checks the 429 itself.
+        MAISTRO_MAX_FAILED_LOGINS="1000",
     )
     with langgraph_dev(scratch, env) as url:
         yield url
