@@ -11,8 +11,9 @@ HTTP handling) with a model of zero latency; a real model's latency comes on top
 - an empty user and a user with 10,000 ToDos playing the same turns (add a chore, then finish it by name):
   median wall time per turn, and the ratio of the two measured in the same run;
 - growth: one thread adding one new ToDo per turn for 1,000 turns (figures at turn 300 and 1,000): wall
-  time early and late, the largest prompt and the longest chat prompt, the data directory's size, and the
-  time to find the user's last thread at turn 10 and at the end;
+  time early and late, the largest prompt and the longest chat prompt, the data directory's size (with the
+  checkpoint retention setting in force, MAISTRO_KEEP_TURNS), and the time to find the user's last thread
+  at turn 10 and at the end;
 - PostgreSQL: statements the client sends and transactions the server counts per ordinary turn.
 
 The cold-start table (`bench.cold_start`) comes first.
@@ -147,7 +148,7 @@ def empty_vs_large(open_agent: Callable, endpoint: ChoreEndpoint) -> dict:
 def growth(data_dir: Path, endpoint: ChoreEndpoint, turns: int) -> dict:
     """One thread adding one new ToDo per turn; figures at turn GROWTH_REPORT and at the end."""
     agent = build_graph(data_dir)
-    figures: dict = {}
+    figures: dict = {"keep_turns": agent.checkpointer.keep_turns}
     played: list[dict] = []
     try:
         for start, stop in ((0, 10), (10, min(GROWTH_REPORT, turns)), (min(GROWTH_REPORT, turns), turns)):
@@ -282,8 +283,9 @@ def _print(results: dict) -> None:
         print(f"| empty vs {LARGE_LIST:,} ToDos | {backend} | {scale['empty_p50_ms']:.0f} | {scale['large_p50_ms']:.0f} "
               f"| {scale['ratio']:.2f}x | {scale['large_prompt_tokens']:,} |")
     print()
-    growth_figures = results["sqlite"]["growth"]
-    print("| growth, one new ToDo per turn (SQLite) | first 20 turns p50 ms | last 20 turns p50 ms | ratio "
+    growth_figures = dict(results["sqlite"]["growth"])
+    keep_turns = growth_figures.pop("keep_turns")
+    print(f"| growth, one new ToDo per turn (SQLite, MAISTRO_KEEP_TURNS={keep_turns}) | first 20 turns p50 ms | last 20 turns p50 ms | ratio "
           "| peak prompt (tokens) | most messages in a chat prompt | data dir MB | find last thread ms |")
     print("|---|---|---|---|---|---|---|---|")
     for name, row in growth_figures.items():

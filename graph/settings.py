@@ -101,6 +101,7 @@ class Settings(BaseModel):
     timezone: Annotated[str, AfterValidator(_time_zone)] = Field("", alias="MAISTRO_TIMEZONE")
     done_todo_ttl_days: float = Field(30.0, ge=0, alias="MAISTRO_DONE_TODO_TTL_DAYS")
     ttl_sweep_minutes: float = Field(5.0, gt=0, alias="MAISTRO_TTL_SWEEP_MINUTES")
+    keep_turns: int = Field(20, ge=1, alias="MAISTRO_KEEP_TURNS")
     default_user: Annotated[str, AfterValidator(_not_blank)] = Field(DEFAULT_USER_ID, alias="MAISTRO_DEFAULT_USER")
     auth_tokens: Annotated[str | None, AfterValidator(_tokens_given)] = Field(None, alias="MAISTRO_AUTH_TOKENS")
     auth_tokens_file: Annotated[str | None, AfterValidator(_tokens_given)] = Field(

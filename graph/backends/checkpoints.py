@@ -1,74 +1,155 @@
-"""Checkpointers that keep each thread small: LangGraph's SQLite and PostgreSQL savers, pruned as threads go.
+"""Checkpointers with a retention policy: LangGraph's SQLite and PostgreSQL savers, keeping each thread's last turns.
 
-With "sync" durability every step of a turn writes a checkpoint holding the thread's messages, and
-LangGraph keeps them all. Resuming a run and `graph.get_state()` need only a thread's latest checkpoint (and
-its pending writes), so:
+With "sync" durability every step of a turn writes a checkpoint holding the thread, and LangGraph keeps
+them all. These savers keep the last `MAISTRO_KEEP_TURNS` turns (default 20) of every thread whole, so
+time travel works on them exactly as with LangGraph's own savers: `get_state_history`, replaying from a
+checkpoint (`invoke(None, config)`), forking (`invoke(input, config)`) and `update_state(config, ...)`.
 
-- when a turn starts (its input checkpoint is written), the checkpoints of the thread older than the one
-  the turn starts from are deleted, with their writes (and on PostgreSQL the blobs no kept checkpoint
-  uses), in one transaction after the input checkpoint is saved. A thread at rest holds the previous
-  turn's last checkpoint and the current turn's;
-- when storage is opened, every thread is cut to its latest checkpoint (databases written before pruning
-  existed shrink on their first open; SQLite then vacuums the file).
+- A turn starts with a root "input" checkpoint. When one is saved, the thread's root checkpoints older
+  than its K-th newest input checkpoint (K = keep_turns) are deleted with their pending writes (and on
+  PostgreSQL the blobs no kept checkpoint uses), in one transaction. A checkpoint that no other checkpoint
+  continues (the latest of a branch left by a fork) is kept whatever its age.
+- Each prune records, per thread, the oldest input checkpoint kept (`maistro_checkpoint_retention`). Asked
+  for a checkpoint older than that which is gone, `get_tuple` raises `CheckpointNotKept` instead of
+  returning None (on None LangGraph would start the run from an empty thread); an id the thread never had
+  (or a thread never pruned) still gets None.
+- When storage is opened, every thread is cut the same way (a database written by LangGraph's own savers
+  shrinks on its first open; SQLite then vacuums the file).
 
-Only the root graph's checkpoints (namespace "") are pruned, and only ones older than a checkpoint that is
-kept, so a crash at any point leaves a resumable thread. `graph.get_state_history()` therefore lists the
-current and previous turn only. The PostgreSQL saver is in `graph.backends.checkpoints_postgres`.
+Only the root graph's checkpoints (namespace "") are pruned, and only ones older than a kept checkpoint,
+so a crash at any point leaves a resumable thread. The PostgreSQL saver is in
+`graph.backends.checkpoints_postgres`.
 """
 
 import logging
 import sqlite3
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
 from langgraph.checkpoint.sqlite import SqliteSaver
+
+from graph.settings import current_settings
 
 logger = logging.getLogger(__name__)
 
+RETENTION_TABLE = "maistro_checkpoint_retention"
 
-def turn_start_parent(config: RunnableConfig, metadata: CheckpointMetadata) -> str | None:
-    """The checkpoint a turn starts from, when `put` saves a root thread's input checkpoint (else None)."""
+
+class CheckpointNotKept(LookupError):
+    """A fork, replay, update or read from a checkpoint the retention policy has deleted."""
+
+    def __init__(self, thread_id: str, checkpoint_id: str) -> None:
+        keep = current_settings().keep_turns
+        super().__init__(
+            f"Checkpoint {checkpoint_id} of thread {thread_id!r} is no longer kept: a thread keeps its last "
+            f"{keep} turns (MAISTRO_KEEP_TURNS={keep}), so fork, replay or update from a checkpoint of those."
+        )
+        self.thread_id = thread_id
+        self.checkpoint_id = checkpoint_id
+
+
+def starts_turn(config: RunnableConfig, metadata: CheckpointMetadata) -> bool:
+    """Whether `put` is saving a root graph's input checkpoint: the start of a turn."""
+    return metadata.get("source") == "input" and not config["configurable"].get("checkpoint_ns", "")
+
+
+def requested_checkpoint(config: RunnableConfig) -> tuple[str, str] | None:
+    """(thread id, checkpoint id) of a config naming a root checkpoint explicitly, else None."""
     configurable = config["configurable"]
-    if metadata.get("source") != "input" or configurable.get("checkpoint_ns", ""):
+    checkpoint_id = configurable.get("checkpoint_id")
+    if not checkpoint_id or configurable.get("checkpoint_ns", ""):
         return None
-    return configurable.get("checkpoint_id")
+    return str(configurable["thread_id"]), checkpoint_id
+
+
+_SQLITE_RETENTION_TABLE = f"CREATE TABLE IF NOT EXISTS {RETENTION_TABLE} (thread_id TEXT PRIMARY KEY, kept_from TEXT NOT NULL)"
+
+# {thread} is "" (every thread) or a condition on one thread's rows. In one transaction: record each thread's
+# oldest kept input checkpoint, then delete the older checkpoints some checkpoint continues, then the writes
+# of the deleted ones.
+_SQLITE_RECORD = f"""INSERT INTO {RETENTION_TABLE} (thread_id, kept_from)
+    SELECT thread_id, checkpoint_id FROM (
+        SELECT thread_id, checkpoint_id,
+            row_number() OVER (PARTITION BY thread_id ORDER BY checkpoint_id DESC) AS turn
+        FROM checkpoints
+        WHERE checkpoint_ns = '' AND json_extract(CAST(metadata AS TEXT), '$.source') = 'input' {{thread}}
+    ) WHERE turn = :keep
+    ON CONFLICT (thread_id) DO UPDATE SET kept_from = max(kept_from, excluded.kept_from)"""
+_SQLITE_DELETES = (
+    f"""DELETE FROM checkpoints WHERE checkpoint_ns = '' {{thread}}
+    AND checkpoint_id < (SELECT kept_from FROM {RETENTION_TABLE} r WHERE r.thread_id = checkpoints.thread_id)
+    AND EXISTS (
+        SELECT 1 FROM checkpoints child WHERE child.thread_id = checkpoints.thread_id
+        AND child.checkpoint_ns = '' AND child.parent_checkpoint_id = checkpoints.checkpoint_id
+    )""",
+    f"""DELETE FROM writes WHERE checkpoint_ns = '' {{thread}}
+    AND checkpoint_id < (SELECT kept_from FROM {RETENTION_TABLE} r WHERE r.thread_id = writes.thread_id)
+    AND NOT EXISTS (
+        SELECT 1 FROM checkpoints c WHERE c.thread_id = writes.thread_id
+        AND c.checkpoint_ns = '' AND c.checkpoint_id = writes.checkpoint_id
+    )""",
+)
 
 
 class PruningSqliteSaver(SqliteSaver):
-    """A `SqliteSaver` that deletes a thread's older checkpoints when a turn starts, and every thread's on open."""
+    """A `SqliteSaver` that keeps the last `keep_turns` turns of each thread (see the module's docstring)."""
+
+    def __init__(self, conn: sqlite3.Connection, *, keep_turns: int | None = None, **kwargs: Any) -> None:
+        super().__init__(conn, **kwargs)
+        self.keep_turns = current_settings().keep_turns if keep_turns is None else keep_turns
+
+    def setup(self) -> None:
+        """LangGraph's tables, and the table recording how far each thread was pruned."""
+        if self.is_setup:
+            return
+        super().setup()  # called by `cursor()` with the lock held, as LangGraph's own setup is
+        self.conn.execute(_SQLITE_RETENTION_TABLE)
+        self.conn.commit()
 
     def put(
         self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
     ) -> RunnableConfig:
-        """Save the checkpoint; for a turn's input checkpoint, then delete the thread's checkpoints before the turn's."""
+        """Save the checkpoint; when it starts a turn, then delete what the thread keeps no longer."""
         saved = super().put(config, checkpoint, metadata, new_versions)
-        if parent := turn_start_parent(config, metadata):
-            thread_id = str(config["configurable"]["thread_id"])
-            with self.cursor() as cur:
-                for table in ("writes", "checkpoints"):
-                    cur.execute(
-                        f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id < ?",
-                        (thread_id, parent),
-                    )
+        if starts_turn(config, metadata):
+            self._prune("AND thread_id = :thread", {"thread": str(config["configurable"]["thread_id"])})
         return saved
 
-    def prune_all(self) -> int:
-        """Cut every thread to its latest checkpoint and vacuum the file if that freed anything; returns rows deleted."""
-        latest = (
-            "(SELECT max(c.checkpoint_id) FROM checkpoints c WHERE c.thread_id = {table}.thread_id "
-            "AND c.checkpoint_ns = '')"
-        )
-        deleted = 0
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """LangGraph's `get_tuple`; raises `CheckpointNotKept` for a checkpoint the retention policy deleted."""
+        found = super().get_tuple(config)
+        if found is None and (requested := requested_checkpoint(config)):
+            thread_id, checkpoint_id = requested
+            with self.cursor(transaction=False) as cur:
+                cur.execute(f"SELECT kept_from FROM {RETENTION_TABLE} WHERE thread_id = ?", (thread_id,))
+                row = cur.fetchone()
+            if row is not None and checkpoint_id < row[0]:
+                raise CheckpointNotKept(thread_id, checkpoint_id)
+        return found
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete the thread's checkpoints and writes, and its retention record."""
+        super().delete_thread(thread_id)
         with self.cursor() as cur:
-            for table in ("writes", "checkpoints"):
-                cur.execute(
-                    f"DELETE FROM {table} WHERE checkpoint_ns = '' AND checkpoint_id < {latest.format(table=table)}"
-                )
-                deleted += cur.rowcount
+            cur.execute(f"DELETE FROM {RETENTION_TABLE} WHERE thread_id = ?", (str(thread_id),))
+
+    def prune_all(self) -> int:
+        """Apply the retention policy to every thread and vacuum the file if that freed anything; returns rows deleted."""
+        deleted = self._prune("", {})
         if deleted:
             try:
                 with self.lock:
                     self.conn.execute("VACUUM")
             except sqlite3.OperationalError as error:
                 logger.warning("The checkpoints were pruned but the database could not be vacuumed now: %s", error)
+        return deleted
+
+    def _prune(self, thread: str, params: dict[str, Any]) -> int:
+        deleted = 0
+        with self.cursor() as cur:
+            cur.execute(_SQLITE_RECORD.format(thread=thread), {**params, "keep": self.keep_turns})
+            for statement in _SQLITE_DELETES:
+                cur.execute(statement.format(thread=thread), params)
+                deleted += cur.rowcount
         return deleted

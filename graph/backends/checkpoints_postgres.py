@@ -1,6 +1,6 @@
 """The PostgreSQL version of `graph.backends.checkpoints` (needs the postgres extra), sending fewer statements.
 
-Besides pruning, the saver folds what `PostgresSaver` sends one row at a time into single statements: a
+Besides the retention policy, the saver folds what `PostgresSaver` sends one row at a time into single statements: a
 checkpoint's blobs and the checkpoint itself become one statement (the blobs' INSERT as a data-modifying
 WITH clause), and a task's writes one multi-row INSERT. The SQL is LangGraph's own, only joined, so a turn
 costs one statement per checkpoint and one per task's writes instead of one per row.
@@ -12,43 +12,49 @@ from contextlib import contextmanager
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
 from langgraph.checkpoint.postgres import PostgresSaver
 
-from graph.backends.checkpoints import turn_start_parent
+from graph.backends.checkpoints import RETENTION_TABLE, CheckpointNotKept, requested_checkpoint, starts_turn
+from graph.settings import current_settings
 
-_PRUNE_THREAD = """
-WITH gone_writes AS (
-    DELETE FROM checkpoint_writes WHERE thread_id = %(thread)s AND checkpoint_ns = '' AND checkpoint_id < %(keep)s
-), gone_checkpoints AS (
-    DELETE FROM checkpoints WHERE thread_id = %(thread)s AND checkpoint_ns = '' AND checkpoint_id < %(keep)s
-)
-DELETE FROM checkpoint_blobs b
-WHERE b.thread_id = %(thread)s AND b.checkpoint_ns = '' AND NOT EXISTS (
-    SELECT 1 FROM checkpoints c
-    WHERE c.thread_id = b.thread_id AND c.checkpoint_ns = '' AND c.checkpoint_id >= %(keep)s
-    AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version
-)
-"""
+_RETENTION_TABLE = f"CREATE TABLE IF NOT EXISTS {RETENTION_TABLE} (thread_id text PRIMARY KEY, kept_from text NOT NULL)"
 
-_PRUNE_ALL = """
-WITH latest AS (
-    SELECT thread_id, max(checkpoint_id) AS keep FROM checkpoints WHERE checkpoint_ns = '' GROUP BY thread_id
+# One statement, so one transaction (its parts see one snapshot). {thread} is "" (every thread) or a condition
+# on one thread's rows. Records each thread's oldest kept input checkpoint; deletes the older checkpoints some
+# checkpoint continues, their writes, and the blobs they used that no remaining checkpoint uses.
+_PRUNE = f"""
+WITH cutoff AS (
+    SELECT thread_id, checkpoint_id AS kept_from FROM (
+        SELECT thread_id, checkpoint_id,
+            row_number() OVER (PARTITION BY thread_id ORDER BY checkpoint_id DESC) AS turn
+        FROM checkpoints WHERE checkpoint_ns = '' AND metadata ->> 'source' = 'input' {{thread}}
+    ) turns WHERE turn = %(keep)s
+), recorded AS (
+    INSERT INTO {RETENTION_TABLE} (thread_id, kept_from) SELECT thread_id, kept_from FROM cutoff
+    ON CONFLICT (thread_id) DO UPDATE SET kept_from = GREATEST({RETENTION_TABLE}.kept_from, EXCLUDED.kept_from)
+    RETURNING thread_id, kept_from
+), gone AS (
+    DELETE FROM checkpoints c USING recorded r
+    WHERE c.thread_id = r.thread_id AND c.checkpoint_ns = '' AND c.checkpoint_id < r.kept_from AND EXISTS (
+        SELECT 1 FROM checkpoints child WHERE child.thread_id = c.thread_id AND child.checkpoint_ns = ''
+        AND child.parent_checkpoint_id = c.checkpoint_id
+    )
+    RETURNING c.thread_id, c.checkpoint_id, c.checkpoint -> 'channel_versions' AS versions
 ), gone_writes AS (
-    DELETE FROM checkpoint_writes w USING latest l
-    WHERE w.thread_id = l.thread_id AND w.checkpoint_ns = '' AND w.checkpoint_id < l.keep
-), gone_checkpoints AS (
-    DELETE FROM checkpoints c USING latest l
-    WHERE c.thread_id = l.thread_id AND c.checkpoint_ns = '' AND c.checkpoint_id < l.keep RETURNING 1
+    DELETE FROM checkpoint_writes w USING gone g
+    WHERE w.thread_id = g.thread_id AND w.checkpoint_ns = '' AND w.checkpoint_id = g.checkpoint_id
+), released AS (
+    SELECT DISTINCT g.thread_id, v.key AS channel, v.value AS version FROM gone g, jsonb_each_text(g.versions) v
 )
-DELETE FROM checkpoint_blobs b
-WHERE b.checkpoint_ns = '' AND b.thread_id IN (SELECT thread_id FROM latest) AND NOT EXISTS (
-    SELECT 1 FROM checkpoints c JOIN latest l ON c.thread_id = l.thread_id AND c.checkpoint_id = l.keep
-    WHERE c.thread_id = b.thread_id AND c.checkpoint_ns = ''
-    AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version
+DELETE FROM checkpoint_blobs b USING released r
+WHERE b.thread_id = r.thread_id AND b.checkpoint_ns = '' AND b.channel = r.channel AND b.version = r.version
+AND NOT EXISTS (
+    SELECT 1 FROM checkpoints c
+    WHERE c.thread_id = b.thread_id AND c.checkpoint_ns = '' AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version
+    AND NOT EXISTS (SELECT 1 FROM gone g WHERE g.thread_id = c.thread_id AND g.checkpoint_id = c.checkpoint_id)
 )
 """
-
 
 _VALUES = re.compile(r"VALUES\s*(\([^()]*\))")
 
@@ -105,21 +111,48 @@ class JoiningCursor:
 
 
 class PruningPostgresSaver(PostgresSaver):
-    """A `PostgresSaver` that deletes a thread's older checkpoints when a turn starts, and every thread's on open.
+    """A `PostgresSaver` that keeps the last `keep_turns` turns of each thread (see `graph.backends.checkpoints`).
 
     Each prune is one statement (so one transaction): checkpoints, their writes, and the blobs that no kept
     checkpoint of the thread refers to.
     """
 
+    def __init__(self, conn: Any, *, keep_turns: int | None = None, **kwargs: Any) -> None:
+        super().__init__(conn, **kwargs)
+        self.keep_turns = current_settings().keep_turns if keep_turns is None else keep_turns
+
+    def setup(self) -> None:
+        """LangGraph's tables, and the table recording how far each thread was pruned."""
+        super().setup()
+        with self._cursor() as cur:
+            cur.execute(_RETENTION_TABLE)
+
     def put(
         self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
     ) -> RunnableConfig:
-        """Save the checkpoint; for a turn's input checkpoint, then delete what the turn no longer needs."""
+        """Save the checkpoint; when it starts a turn, then delete what the thread keeps no longer."""
         saved = super().put(config, checkpoint, metadata, new_versions)
-        if parent := turn_start_parent(config, metadata):
-            with self._cursor() as cur:
-                cur.execute(_PRUNE_THREAD, {"thread": str(config["configurable"]["thread_id"]), "keep": parent})
+        if starts_turn(config, metadata):
+            self._prune("AND thread_id = %(thread)s", {"thread": str(config["configurable"]["thread_id"])})
         return saved
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """LangGraph's `get_tuple`; raises `CheckpointNotKept` for a checkpoint the retention policy deleted."""
+        found = super().get_tuple(config)
+        if found is None and (requested := requested_checkpoint(config)):
+            thread_id, checkpoint_id = requested
+            with self._cursor() as cur:
+                cur.execute(f"SELECT kept_from FROM {RETENTION_TABLE} WHERE thread_id = %s", (thread_id,))
+                row = cur.fetchone()
+            if row is not None and checkpoint_id < row["kept_from"]:
+                raise CheckpointNotKept(thread_id, checkpoint_id)
+        return found
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete the thread's checkpoints, blobs and writes, and its retention record."""
+        super().delete_thread(thread_id)
+        with self._cursor() as cur:
+            cur.execute(f"DELETE FROM {RETENTION_TABLE} WHERE thread_id = %s", (str(thread_id),))
 
     @contextmanager
     def _cursor(self, *, pipeline: bool = False) -> Iterator[Any]:
@@ -133,6 +166,9 @@ class PruningPostgresSaver(PostgresSaver):
             joining.flush()
 
     def prune_all(self) -> None:
-        """Cut every thread to its latest checkpoint."""
+        """Apply the retention policy to every thread."""
+        self._prune("", {})
+
+    def _prune(self, thread: str, params: dict[str, Any]) -> None:
         with self._cursor() as cur:
-            cur.execute(_PRUNE_ALL)
+            cur.execute(_PRUNE.format(thread=thread), {**params, "keep": self.keep_turns})
