@@ -3,12 +3,14 @@ database written by LangGraph's own savers shrinks to them when it is first open
 
 from pathlib import Path
 
+import pytest
 from langchain_core.messages import HumanMessage
 
 from graph import build_graph, close_graph
 from graph.agent import create_builder
 from graph.backends.sqlite import DATABASE_FILE
 from graph.memory.admin import last_thread
+from graph.settings import SettingsError
 from tests.support.helpers import config, todos
 from tests.support.scripted_session import task_keeper
 
@@ -46,6 +48,18 @@ def test_a_thread_keeps_its_last_turns(agent, model):
 
     play(agent, 1, start=TURNS)
     assert len(agent.get_state(config()).values["messages"]) == 4 * (TURNS + 1), "the thread goes on"
+
+
+def test_the_retention_comes_from_maistro_keep_turns(tmp_path, monkeypatch):
+    monkeypatch.setenv("MAISTRO_KEEP_TURNS", "3")
+    agent = build_graph(tmp_path / "data")
+    try:
+        assert agent.checkpointer.keep_turns == 3
+    finally:
+        close_graph(agent)
+    monkeypatch.setenv("MAISTRO_KEEP_TURNS", "0")
+    with pytest.raises(SettingsError, match="MAISTRO_KEEP_TURNS='0' is invalid: Input should be greater than or equal to 1"):
+        build_graph(tmp_path / "data")
 
 
 def _unpruned_sqlite(directory: Path, model) -> None:

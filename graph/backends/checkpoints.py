@@ -39,8 +39,7 @@ RETENTION_TABLE = "maistro_checkpoint_retention"
 class CheckpointNotKept(LookupError):
     """A fork, replay, update or read from a checkpoint the retention policy has deleted."""
 
-    def __init__(self, thread_id: str, checkpoint_id: str) -> None:
-        keep = current_settings().keep_turns
+    def __init__(self, thread_id: str, checkpoint_id: str, keep: int) -> None:
         super().__init__(
             f"Checkpoint {checkpoint_id} of thread {thread_id!r} is no longer kept: a thread keeps its last "
             f"{keep} turns (MAISTRO_KEEP_TURNS={keep}), so fork, replay or update from a checkpoint of those."
@@ -125,7 +124,7 @@ class PruningSqliteSaver(SqliteSaver):
                 cur.execute(f"SELECT kept_from FROM {RETENTION_TABLE} WHERE thread_id = ?", (thread_id,))
                 row = cur.fetchone()
             if row is not None and checkpoint_id < row[0]:
-                raise CheckpointNotKept(thread_id, checkpoint_id)
+                raise CheckpointNotKept(thread_id, checkpoint_id, self.keep_turns)
         return found
 
     def delete_thread(self, thread_id: str) -> None:

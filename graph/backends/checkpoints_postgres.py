@@ -145,7 +145,7 @@ class PruningPostgresSaver(PostgresSaver):
                 cur.execute(f"SELECT kept_from FROM {RETENTION_TABLE} WHERE thread_id = %s", (thread_id,))
                 row = cur.fetchone()
             if row is not None and checkpoint_id < row["kept_from"]:
-                raise CheckpointNotKept(thread_id, checkpoint_id)
+                raise CheckpointNotKept(thread_id, checkpoint_id, self.keep_turns)
         return found
 
     def delete_thread(self, thread_id: str) -> None:
