@@ -179,3 +179,20 @@ def test_pruning_keeps_the_latest_checkpoint_of_every_branch(keeper):
     assert texts(keeper.get_state(old_tip.config).values) == texts(old_tip.values)
     continued = play(keeper, 1, start=20, at=old_tip.config)
     assert len(continued["messages"]) == 16, "the first branch goes on from its latest checkpoint"
+
+
+def test_langgraphs_own_prune_keeps_the_refusal_right(fresh_database, model):
+    model.standing.update(task_keeper().standing)
+    agent = build_graph(database_url=fresh_database, chat_model=lambda _settings: model)
+    try:
+        play(agent, 2)
+        first = turn_end(agent, 4).config
+        agent.checkpointer.prune(["1"], strategy="keep_latest")
+        with pytest.raises(CheckpointNotKept, match=first["configurable"]["checkpoint_id"]):
+            agent.invoke({"messages": [HumanMessage("Remind me: forked")]}, first)
+        assert len(agent.get_state(config()).values["messages"]) == 8
+
+        agent.checkpointer.prune(["1"], strategy="delete")
+        assert agent.checkpointer.get_tuple(first) is None, "a deleted thread has no checkpoints left to refuse"
+    finally:
+        close_graph(agent)

@@ -42,7 +42,8 @@ class CheckpointNotKept(LookupError):
     def __init__(self, thread_id: str, checkpoint_id: str, keep: int) -> None:
         super().__init__(
             f"Checkpoint {checkpoint_id} of thread {thread_id!r} is no longer kept: a thread keeps its last "
-            f"{keep} turns (MAISTRO_KEEP_TURNS={keep}), so fork, replay or update from a checkpoint of those."
+            f"{keep} turn{'' if keep == 1 else 's'} (MAISTRO_KEEP_TURNS={keep}), so fork, replay or update from a "
+            "checkpoint of those."
         )
         self.thread_id = thread_id
         self.checkpoint_id = checkpoint_id

@@ -56,6 +56,15 @@ AND NOT EXISTS (
 )
 """
 
+# After LangGraph's own `prune`: "keep_latest" kept each thread's latest checkpoint only; "delete" left nothing.
+_PRUNED_TO_LATEST = f"""
+INSERT INTO {RETENTION_TABLE} (thread_id, kept_from)
+SELECT thread_id, max(checkpoint_id) FROM checkpoints WHERE checkpoint_ns = '' AND thread_id = ANY(%s) GROUP BY thread_id
+ON CONFLICT (thread_id) DO UPDATE SET kept_from = GREATEST({RETENTION_TABLE}.kept_from, EXCLUDED.kept_from)
+"""
+_FORGET_RETENTION = f"DELETE FROM {RETENTION_TABLE} WHERE thread_id = ANY(%s)"
+
+
 _VALUES = re.compile(r"VALUES\s*(\([^()]*\))")
 
 
@@ -153,6 +162,13 @@ class PruningPostgresSaver(PostgresSaver):
         super().delete_thread(thread_id)
         with self._cursor() as cur:
             cur.execute(f"DELETE FROM {RETENTION_TABLE} WHERE thread_id = %s", (str(thread_id),))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """LangGraph's `prune`, with the threads' retention records following it (see `get_tuple`)."""
+        super().prune(thread_ids, strategy=strategy)
+        threads = [str(thread_id) for thread_id in thread_ids]
+        with self._cursor() as cur:
+            cur.execute(_PRUNED_TO_LATEST if strategy == "keep_latest" else _FORGET_RETENTION, (threads,))
 
     @contextmanager
     def _cursor(self, *, pipeline: bool = False) -> Iterator[Any]:
