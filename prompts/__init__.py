@@ -145,6 +145,12 @@ EXTRACTION_FAILED = (
     "The {memory} update failed: the model's output could not be used after several attempts, so nothing was changed."
 )
 
+UPDATE_CONFLICT = (
+    "The {memory} update was not saved: what it would change was edited elsewhere (for example on the memory "
+    "page) while it ran, and again after it read the memories afresh. Nothing was overwritten; tell the user "
+    "and ask whether the change is still wanted."
+)
+
 PROFILE_UPDATED = "Profile updated: {fields}."
 
 PROFILE_UNCHANGED = "No profile changes were needed."

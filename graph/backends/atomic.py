@@ -1,23 +1,93 @@
-"""Store batches that write all of their items or none, however many there are.
+"""Store batches that write all of their items or none, however many there are, and only if nothing changed.
 
 Every memory change is one `store.batch([...])` holding the change and its history entry, so a batch must be
 a transaction. LangGraph's `SqliteStore.batch` commits in a `finally` (a failure half-way keeps the writes made
 so far) and `PostgresStore.batch` pipelines on an autocommit connection (what was sent is committed). The
 stores here roll the whole batch back on any error instead. They also send a batch's writes in chunks of
 `PUT_CHUNK` items, so one batch can write any number of them: SQLite and PostgreSQL cap the variables of
-one statement (an import of 60,000 items is one batch). The public store API is LangGraph's, unchanged.
+one statement (an import of 60,000 items is one batch).
+
+A batch may also hold `Unchanged` conditions next to its puts: the items they name must still hold the
+values the writer read, checked in the batch's own transaction, before its writes and with the items
+locked (SQLite: the write lock, taken when the transaction begins; PostgreSQL: the rows, and a
+transaction-level advisory lock per item so two writers creating the same key take turns). If one does
+not hold, the batch writes nothing and raises `ConflictError`. Batches without conditions are LangGraph's,
+unchanged, and so is the rest of the public store API.
 """
 
+import json
 import sqlite3
+from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, NamedTuple
 
-from langgraph.store.base import PutOp
+from langgraph.store.base import Op, PutOp, Result
 from langgraph.store.sqlite import SqliteStore
 
 # Items per statement: 5 variables each stay under 999, the smallest cap SQLite builds use (PostgreSQL: 65,535).
 PUT_CHUNK = 150
+
+
+class Unchanged(NamedTuple):
+    """A batch condition: the item at `namespace` / `key` still holds `value` (None: there is no such item)."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any] | None
+
+
+class ConflictError(RuntimeError):
+    """Another writer changed items since they were read: the batch holding these conditions wrote nothing."""
+
+    def __init__(self, failed: Sequence[Unchanged]) -> None:
+        self.failed = list(failed)
+        keys = ", ".join(condition.key for condition in self.failed)
+        super().__init__(f"{len(self.failed)} item(s) changed since they were read ({keys}); nothing was written")
+
+
+def prefix_of(namespace: tuple[str, ...]) -> str:
+    """A namespace as LangGraph's SQL stores write it in the `prefix` column."""
+    return ".".join(namespace)
+
+
+def keys_by_prefix(conditions: Sequence[Unchanged]) -> dict[str, list[str]]:
+    """The keys the conditions name, by the `prefix` of their namespace."""
+    keys: dict[str, list[str]] = defaultdict(list)
+    for condition in conditions:
+        keys[prefix_of(condition.namespace)].append(condition.key)
+    return keys
+
+
+class ConditionalBatches:
+    """Mixin for a LangGraph store: `batch` takes `Unchanged` conditions beside its puts (see the module docstring).
+
+    A store class supplies `_checking_cursor` (a transaction that holds the items' locks once checked) and
+    `_stored_values` (what the named items hold now, read on that cursor).
+    """
+
+    def batch(self, ops: Sequence[Op | Unchanged]) -> list[Result]:
+        """Run the batch; with conditions, write its puts only if every condition holds, else raise `ConflictError`."""
+        ops = list(ops)
+        conditions = [op for op in ops if isinstance(op, Unchanged)]
+        if not conditions:
+            return super().batch(ops)
+        puts = [(index, op) for index, op in enumerate(ops) if isinstance(op, PutOp)]
+        if len(puts) + len(conditions) != len(ops):
+            raise TypeError("a batch with conditions may only hold puts besides them")
+        with self._checking_cursor(conditions) as cur:
+            stored = self._stored_values(conditions, cur)
+            failed = [c for c in conditions if stored.get((prefix_of(c.namespace), c.key)) != c.value]
+            if failed:
+                raise ConflictError(failed)
+            self._batch_put_ops(puts, cur)
+        return [None] * len(ops)
+
+    def _checking_cursor(self, conditions: Sequence[Unchanged]) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def _stored_values(self, conditions: Sequence[Unchanged], cur: Any) -> dict[tuple[str, str], Any]:
+        raise NotImplementedError
 
 
 class ChunkedPuts:
@@ -28,11 +98,11 @@ class ChunkedPuts:
             super()._batch_put_ops(put_ops[start : start + PUT_CHUNK], cur)
 
 
-class AtomicSqliteStore(ChunkedPuts, SqliteStore):
+class AtomicSqliteStore(ConditionalBatches, ChunkedPuts, SqliteStore):
     """A `SqliteStore` whose batches commit when they succeed and roll back when anything in them fails."""
 
     @contextmanager
-    def _cursor(self, *, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
+    def _cursor(self, *, transaction: bool = True, begin: str = "BEGIN") -> Iterator[sqlite3.Cursor]:
         if not transaction:
             with super()._cursor(transaction=False) as cur:
                 yield cur
@@ -40,7 +110,7 @@ class AtomicSqliteStore(ChunkedPuts, SqliteStore):
         if not self.is_setup:
             self.setup()
         with self.lock:
-            self.conn.execute("BEGIN")
+            self.conn.execute(begin)
             cur = self.conn.cursor()
             try:
                 yield cur
@@ -52,3 +122,16 @@ class AtomicSqliteStore(ChunkedPuts, SqliteStore):
                 self.conn.execute("COMMIT")
             finally:
                 cur.close()
+
+    def _checking_cursor(self, conditions: Sequence[Unchanged]) -> AbstractContextManager[sqlite3.Cursor]:
+        # The write lock from the start: a deferred transaction that read first could not write after another
+        # connection's commit (SQLITE_BUSY_SNAPSHOT), and no other writer can commit between check and write.
+        return self._cursor(begin="BEGIN IMMEDIATE")
+
+    def _stored_values(self, conditions: Sequence[Unchanged], cur: sqlite3.Cursor) -> dict[tuple[str, str], Any]:
+        stored = {}
+        for prefix, keys in keys_by_prefix(conditions).items():
+            placeholders = ",".join("?" * len(keys))
+            cur.execute(f"SELECT key, value FROM store WHERE prefix = ? AND key IN ({placeholders})", (prefix, *keys))
+            stored.update({(prefix, key): json.loads(value) for key, value in cur.fetchall()})
+        return stored

@@ -6,19 +6,27 @@ the document's earlier state back and records that as a change of its own, so an
 Done and archived ToDos are written with a TTL (MAISTRO_DONE_TODO_TTL_DAYS); open ones never expire.
 A change and its history entry are one store batch, which this project's stores commit as one transaction
 (`graph.backends.atomic`); undo writes nothing that does not fit the memory's schema.
+
+Every change commits only if its document is still what the writer read (its `before`), and only once: the
+batch also requires that its history entries (whose ids derive from the change's replay-stable seed) do
+not exist yet. Both are checked in the batch's own transaction; when one fails, nothing is written and
+`ConflictError` says which items moved. `committed_changes` finds what an earlier run with the same seed
+already committed, so a replayed update answers from that instead of changing the memories again.
 """
 
 import json
 import re
+import threading
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.base import BaseStore, GetOp, PutOp
 from pydantic import ValidationError
 
+from graph.backends.atomic import ConditionalBatches, ConflictError, Unchanged
 from graph.memory.redaction import redact
 from graph.memory.store import (
     HISTORY,
@@ -40,6 +48,10 @@ MINUTES_PER_DAY = 24 * 60
 SINGLE_KEYS = {PROFILE: PROFILE_KEY, INSTRUCTIONS: INSTRUCTIONS_KEY}
 # What older or hand-made history entries lacking these fields are read with.
 ENTRY_DEFAULTS = {"order": 0, "thread_id": "", "message": ""}
+# Most history entries one update can have: how far `committed_changes` looks for them.
+MOST_CHANGES_PER_UPDATE = 10_000
+# Serialises the compare-and-write of stores that cannot check conditions themselves, within this process.
+_unconditional_writes = threading.Lock()
 # Characters no stored string may hold: NUL (PostgreSQL cannot store it) and lone surrogates (not UTF-8).
 _UNSTORABLE_IN_TEXT = re.compile("[\x00\ud800-\udfff]")
 
@@ -73,7 +85,12 @@ class UnknownChangeError(LookupError):
 
 
 class IrreversibleChangeError(ValueError):
-    """Undoing the change would write a document that does not fit its memory's schema."""
+    """The change cannot be undone: the document it would restore does not fit its memory's schema, or the
+    document kept changing while the undo was being written (`UndoConflictError`)."""
+
+
+class UndoConflictError(IrreversibleChangeError):
+    """Another writer changed the document while the undo was written, twice in a row: nothing was written."""
 
 
 def validation_problem(error: ValidationError) -> str:
@@ -126,6 +143,11 @@ def ttl_for(kind: str, value: dict | None, days: float | None = None) -> float |
     return days * MINUTES_PER_DAY if days > 0 else None
 
 
+def entry_id(seed: str, kind: str, order: int) -> str:
+    """The id of the order-th history entry of the changes made to `kind` under `seed`: the same on every replay."""
+    return str(uuid.uuid5(ENTRY_NAMESPACE, f"{seed}/{kind}/{order}"))
+
+
 def history_ops(
     user_id: str, kind: str, changes: Sequence[MemoryChange], context: ChangeContext, undoes: str | None = None
 ) -> list[PutOp]:
@@ -134,7 +156,7 @@ def history_ops(
     ops = []
     for order, change in enumerate(changes):
         entry = HistoryEntry(
-            id=str(uuid.uuid5(ENTRY_NAMESPACE, f"{context.seed}/{kind}/{order}")),
+            id=entry_id(context.seed, kind, order),
             time=time,
             order=order,
             thread_id=context.thread_id,
@@ -161,12 +183,54 @@ def record_changes(
     """Write the changes (closed ToDos with their TTL) and their history entries in one batch; returns the entries.
 
     This project's stores commit a batch as one transaction (`graph.backends.atomic`): a memory is never
-    half-written, and never changed without its history.
+    half-written, and never changed without its history. The batch writes only if every changed document
+    still holds its `before` and none of the entries exists yet; otherwise it raises `ConflictError`,
+    writing nothing.
     """
     ns = namespace(kind, user_id)
     records = history_ops(user_id, kind, changes, context, undoes)
-    store.batch([*(PutOp(ns, c.key, c.after, ttl=ttl_for(kind, c.after)) for c in changes), *records])
+    conditions = [
+        *(Unchanged(ns, change.key, change.before) for change in changes),
+        *(Unchanged(record.namespace, record.key, None) for record in records),
+    ]
+    puts = [*(PutOp(ns, c.key, c.after, ttl=ttl_for(kind, c.after)) for c in changes), *records]
+    write_unless_changed(store, conditions, puts)
     return [record.value for record in records]
+
+
+def write_unless_changed(store: BaseStore, conditions: Sequence[Unchanged], puts: Sequence[PutOp]) -> None:
+    """Write `puts` in one batch if every condition holds, else raise `ConflictError` and write nothing.
+
+    This project's stores check the conditions in the batch's transaction. Any other store (the
+    `langgraph dev` server's own) is read and written under a lock of this process instead, which covers
+    every writer of that store going through here within the server's one process.
+    """
+    if isinstance(store, ConditionalBatches):
+        store.batch([*conditions, *puts])
+        return
+    with _unconditional_writes:
+        stored = store.batch([GetOp(condition.namespace, condition.key) for condition in conditions])
+        failed = [c for c, item in zip(conditions, stored, strict=True) if (item.value if item else None) != c.value]
+        if failed:
+            raise ConflictError(failed)
+        store.batch(puts)
+
+
+def committed_changes(store: BaseStore, user_id: str, kind: str, seed: str) -> list[MemoryChange]:
+    """The changes to `kind` already committed under `seed` (by an earlier run of a replayed update), in order.
+
+    They are read back from their history entries, whose ids derive from the seed (`entry_id`); an empty
+    list means nothing was committed under it.
+    """
+    ns = namespace(HISTORY, user_id)
+    changes: list[MemoryChange] = []
+    while len(changes) < MOST_CHANGES_PER_UPDATE:
+        item = store.get(ns, entry_id(seed, kind, len(changes)))
+        entry = readable_entry(item.value) if item else None
+        if entry is None:
+            break
+        changes.append(MemoryChange(entry["action"], entry["key"], entry["before"], entry["after"]))
+    return changes
 
 
 def redact_changes(changes: Sequence[MemoryChange]) -> tuple[list[MemoryChange], set[str]]:
@@ -186,7 +250,9 @@ def commit_changes(
 ) -> tuple[list[MemoryChange], set[str]]:
     """Redact secrets, then write the changes with their history (see `record_changes`).
 
-    Returns the changes as saved and the kinds of secret left out.
+    Returns the changes as saved and the kinds of secret left out. Raises `ConflictError`, writing nothing,
+    when a document is no longer what the change started from (another writer changed it since it was read)
+    or the changes were already committed under the context's seed.
     """
     saved, secrets = redact_changes(changes)
     if saved:
@@ -222,20 +288,30 @@ def undo_change(store: BaseStore, user_id: str, change_id: str | None = None) ->
     """Revert a change (the latest when no id is given) and return the history entry recording the undo.
 
     Raises `UnknownChangeError` when there is no such change, and `IrreversibleChangeError`, writing nothing,
-    when the document the change started from does not fit its memory's schema.
+    when the document the change started from does not fit its memory's schema. The undo commits only if the
+    document is still what it read (`record_changes`); if another writer changed it in between, the undo
+    reads it again and tries once more, then raises `UndoConflictError`, writing nothing.
     """
-    history = list_history(store, user_id)
-    target = next((e for e in reversed(history) if change_id in (None, e["id"])), None)
-    if target is None:
-        raise UnknownChangeError(f"no change {change_id!r} in the history" if change_id else "the history is empty")
-    restored = target["before"]
-    if restored is not None and (problem := document_problem(target["kind"], target["key"], restored)):
-        raise IrreversibleChangeError(
-            f"change {target['id'][:8]} cannot be undone: the {target['kind']} it would restore is invalid ({problem})"
-        )
-    current = store.get(namespace(target["kind"], user_id), target["key"])
-    action = "deleted" if restored is None else "created" if current is None else "updated"
-    revert = MemoryChange(action, target["key"], current.value if current else None, restored)
-    context = ChangeContext(thread_id="", message=f"undo {target['id']}", seed=f"undo/{target['id']}/{len(history)}")
-    (entry,) = record_changes(store, user_id, target["kind"], [revert], context, undoes=target["id"])
-    return entry
+    for _attempt in range(2):
+        history = list_history(store, user_id)
+        target = next((e for e in reversed(history) if change_id in (None, e["id"])), None)
+        if target is None:
+            raise UnknownChangeError(f"no change {change_id!r} in the history" if change_id else "the history is empty")
+        restored = target["before"]
+        if restored is not None and (problem := document_problem(target["kind"], target["key"], restored)):
+            raise IrreversibleChangeError(
+                f"change {target['id'][:8]} cannot be undone: the {target['kind']} it would restore is invalid ({problem})"
+            )
+        current = store.get(namespace(target["kind"], user_id), target["key"])
+        action = "deleted" if restored is None else "created" if current is None else "updated"
+        revert = MemoryChange(action, target["key"], current.value if current else None, restored)
+        context = ChangeContext(thread_id="", message=f"undo {target['id']}", seed=f"undo/{target['id']}/{len(history)}")
+        try:
+            (entry,) = record_changes(store, user_id, target["kind"], [revert], context, undoes=target["id"])
+        except ConflictError:
+            continue
+        return entry
+    raise UndoConflictError(
+        f"change {target['id'][:8]} was not undone: the {target['kind']} kept changing while the undo was written; "
+        "try again"
+    )

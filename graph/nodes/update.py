@@ -4,10 +4,16 @@ A node supplies two functions: `propose` (the changes a memory needs, from the c
 model's output was unusable) and `report` (what to tell the chat model about the outcome). Everything else
 is the same for the profile, the ToDo list and the instructions: the pending `UpdateMemory` calls it
 answers, secret redaction, one batch for the changes and their history, and the tool answers.
+
+Each update happens once and overwrites nobody (`graph.memory.changes`). A replayed update (the process
+died after its commit, before the checkpoint recorded it) finds its changes in the history under its
+replay-stable seed and answers the calls from them, without asking the model or writing again. An update
+whose documents another writer changed since they were read writes nothing; it reads the memories afresh
+and proposes once more, and if that conflicts too, its answer says so.
 """
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import cached_property
 
 from langchain_core.language_models import BaseChatModel
@@ -15,20 +21,29 @@ from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
 
+from graph.backends.atomic import ConflictError
 from graph.backends.model import ChatModelFactory
 from graph.configuration import Configuration
-from graph.memory.changes import ChangeContext, MemoryChange, commit_changes
+from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, committed_changes
 from graph.memory.redaction import redact_text
+from graph.memory.store import KIND_NAMES
 from graph.nodes.extraction import extraction_messages, routing_seed
 from graph.state import State
 from graph.thread.tokens import bound_message
 from graph.thread.tool_calls import pending_update_calls, through_latest_calls
-from prompts import SECRETS_NOT_SAVED, SEE_ABOVE
+from prompts import SECRETS_NOT_SAVED, SEE_ABOVE, UPDATE_CONFLICT
+
+# How often an update whose documents changed under it reads them again and proposes anew.
+CONFLICT_RETRIES = 1
 
 
 @dataclass(frozen=True)
 class UpdateRequest:
-    """What an update node works from: the run, its settings and model, and the calls it answers."""
+    """What an update node works from: the run, its settings and model, and the calls it answers.
+
+    `fresh` asks `propose` to read the memories from the store again rather than use the turn's read
+    (after another writer changed them under the update).
+    """
 
     state: State
     config: RunnableConfig
@@ -36,6 +51,7 @@ class UpdateRequest:
     settings: Configuration
     model: BaseChatModel
     calls: list[dict]
+    fresh: bool = False
 
     @property
     def user_id(self) -> str:
@@ -102,10 +118,22 @@ def update_memory(
     propose: Propose,
     report: Report,
 ) -> dict:
-    """Run the recipe for one memory `kind`, answering the pending UpdateMemory calls of `update_type`."""
+    """Run the recipe for one memory `kind`, answering the pending UpdateMemory calls of `update_type`.
+
+    Changes already committed under the update's seed answer the calls as they are; a conflict with another
+    writer makes it read and propose again (`CONFLICT_RETRIES` times), then answer with the conflict.
+    """
     settings = Configuration.from_runnable_config(config)
     calls = pending_update_calls(state["messages"], update_type)
     request = UpdateRequest(state, config, store, settings, chat_model(settings), calls)
-    proposed = propose(request)
-    saved, secrets = commit_changes(store, request.user_id, kind, proposed or [], change_context(request))
-    return answer_update_calls(calls, report(proposed, saved), kind, saved, secrets)
+    context = change_context(request)
+    for attempt in range(1 + CONFLICT_RETRIES):
+        if committed := committed_changes(store, request.user_id, kind, context.seed):
+            return answer_update_calls(calls, report(committed, committed), kind, committed, set())
+        proposed = propose(replace(request, fresh=attempt > 0))
+        try:
+            saved, secrets = commit_changes(store, request.user_id, kind, proposed or [], context)
+        except ConflictError:
+            continue
+        return answer_update_calls(calls, report(proposed, saved), kind, saved, secrets)
+    return answer_update_calls(calls, UPDATE_CONFLICT.format(memory=KIND_NAMES[kind]), kind, [], set())

@@ -5,7 +5,7 @@ from langgraph.store.base import BaseStore
 
 from graph.backends.model import ChatModelFactory
 from graph.memory.changes import MemoryChange
-from graph.memory.context import turn_memories, with_turn_changes
+from graph.memory.context import start_turn, turn_memories, with_turn_changes
 from graph.memory.store import TODO
 from graph.nodes.extraction import extract_changes, new_document_key
 from graph.nodes.update import UpdateRequest, update_memory
@@ -18,13 +18,17 @@ def propose_todos(request: UpdateRequest) -> list[MemoryChange] | None:
     """ToDo items created, patched and removed from the conversation, among those relevant to the turn.
 
     The candidates are the ones the turn's read chose (`graph.memory.context`), with the changes of the
-    turn's earlier rounds applied. New items get keys derived from the routing call, so a replayed update
-    writes the same keys.
+    turn's earlier rounds applied; a `fresh` request reads the list again, and what it read wins over those
+    changes. New items get keys derived from the routing call, so a replayed update writes the same keys.
     """
     settings = request.settings
     thread_id = str(request.config.get("configurable", {}).get("thread_id", ""))
-    memories = turn_memories(request.store, settings, request.messages, thread_id)
+    read = start_turn if request.fresh else turn_memories
+    memories = read(request.store, settings, request.messages, thread_id)
     reachable = {item.key: item.value for item in memories.update_todos.items}
+    existing = with_turn_changes(reachable, request.messages, TODO)
+    if request.fresh:
+        existing.update(reachable)
     instruction = TODO_INSTRUCTION.format(
         instructions=memories.instructions,
         language_rule=LANGUAGE_RULE,
@@ -34,7 +38,7 @@ def propose_todos(request: UpdateRequest) -> list[MemoryChange] | None:
         request.model,
         ToDo,
         request.prompt(instruction),
-        with_turn_changes(reachable, request.messages, TODO),
+        existing,
         lambda index: new_document_key(request.messages, request.calls[0]["id"], index),
         request.config,
         enable_inserts=True,
