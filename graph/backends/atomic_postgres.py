@@ -8,11 +8,16 @@ from typing import Any
 from langgraph.store.postgres import PostgresStore
 from psycopg import Cursor
 
-from graph.backends.atomic import ChunkedPuts, ConditionalBatches, Unchanged, keys_by_prefix, prefix_of
+from graph.backends.atomic import ChunkedPuts, ConditionalBatches, Unchanged, prefix_of
 
-# One advisory lock per item, named by its prefix and key (two items whose names hash alike only take turns).
-_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
-_STORED = "SELECT key, value::text FROM store WHERE prefix = %s AND key = ANY(%s) ORDER BY key FOR UPDATE"
+# One transaction-level advisory lock per item, named by its prefix and key (two items whose names hash alike
+# only take turns), taken in one order by every writer so that two never wait for each other in a ring. A
+# statement of its own: the next one's snapshot must be taken once the locks are held, to see what their
+# previous holder committed.
+_LOCK = """SELECT count(pg_advisory_xact_lock(hashtextextended(name, 0)))
+FROM (SELECT DISTINCT name FROM unnest(%s::text[]) AS name ORDER BY name) AS names"""
+_STORED = """SELECT prefix, key, value::text AS value FROM store
+WHERE (prefix, key) IN (SELECT * FROM unnest(%s::text[], %s::text[])) ORDER BY prefix, key FOR UPDATE"""
 
 
 class AtomicPostgresStore(ConditionalBatches, ChunkedPuts, PostgresStore):
@@ -26,14 +31,9 @@ class AtomicPostgresStore(ConditionalBatches, ChunkedPuts, PostgresStore):
     @contextmanager
     def _checking_cursor(self, conditions: Sequence[Unchanged]) -> Iterator[Cursor]:
         with self._cursor(pipeline=True) as cur:
-            # In one order for every writer, so two writers naming the same items never wait for each other in a ring.
-            for name in sorted({f"{prefix_of(c.namespace)}.{c.key}" for c in conditions}):
-                cur.execute(_LOCK, (name,))
+            cur.execute(_LOCK, ([f"{prefix_of(c.namespace)}.{c.key}" for c in conditions],))
             yield cur
 
     def _stored_values(self, conditions: Sequence[Unchanged], cur: Cursor) -> dict[tuple[str, str], Any]:
-        stored = {}
-        for prefix, keys in keys_by_prefix(conditions).items():
-            cur.execute(_STORED, (prefix, keys))
-            stored.update({(prefix, row["key"]): json.loads(row["value"]) for row in cur.fetchall()})
-        return stored
+        cur.execute(_STORED, ([prefix_of(c.namespace) for c in conditions], [c.key for c in conditions]))
+        return {(row["prefix"], row["key"]): json.loads(row["value"]) for row in cur.fetchall()}
