@@ -5,7 +5,9 @@ before the checkpoint recorded the update's answer. Before the thread goes on, t
 changes (the CLI's undo) and marks another task done on the memory page; then a program sends a different
 next message, so the graph first finishes the cut-short turn by replaying its update. A naive model would
 extract the same changes again from the same message. The replay must not ask it: the undo stays, the page
-edit stays, the appended solution is there once, and the history gains nothing.
+edit stays, the appended solution is there once, and the history gains nothing. An update run again in the
+process that routed it (its step failed after the commit) is refused by its commit instead, since its
+history entries exist, and answers from them too.
 """
 
 import signal
@@ -13,9 +15,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from langchain_core.messages import HumanMessage, ToolMessage
 
-from graph.app.scripted_model import say
+from graph.app.scripted_model import calls, route, say, todo
 from graph.memory.changes import list_history, undo_change
 from graph.server.memory_page import edit_todo
 from tests.support.bookkeeping import assert_tool_calls_answered
@@ -62,3 +65,33 @@ def test_an_update_replayed_after_its_commit_neither_asks_the_model_nor_writes_a
     replayed = next(m for m in messages if isinstance(m, ToolMessage) and "created: Buy potting soil" in m.text)
     assert f"created: {FERN}" in replayed.text and f"updated: {WATER} (solutions)" in replayed.text
     assert messages[-1].text == "Start with the fern."
+
+
+class LostAfterCommit(RuntimeError):
+    """A failure that strikes after a memory batch committed, before the step's answer is saved."""
+
+
+def test_an_update_run_again_in_its_own_process_does_not_write_its_changes_twice(agent, model, monkeypatch):
+    model.add("task_maistro", route("todo"), say("Added."))
+    naive = calls(todo(WATER, solutions=["Blue can"]))
+    model.add("update_todos", naive, naive)
+    batch = agent.store.batch
+
+    def batch_then_fail(ops):
+        batch(ops)
+        monkeypatch.setattr(agent.store, "batch", batch)
+        raise LostAfterCommit("the connection dropped after the commit")
+
+    monkeypatch.setattr(agent.store, "batch", batch_then_fail)
+    with pytest.raises(LostAfterCommit):
+        agent.invoke({"messages": [HumanMessage("Remind me to water the plants.")]}, CONFIG)
+    undo_change(agent.store, USER)
+    history_before = [entry["id"] for entry in list_history(agent.store, USER)]
+
+    agent.invoke(None, CONFIG)
+
+    assert WATER not in todos(agent, USER), "the undo was reverted"
+    assert [entry["id"] for entry in list_history(agent.store, USER)] == history_before
+    messages = agent.get_state(CONFIG).values["messages"]
+    assert_tool_calls_answered(messages)
+    assert f"created: {WATER}" in messages[-2].text

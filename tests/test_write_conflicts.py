@@ -6,11 +6,17 @@ not overwrite it: it reads again and extracts once more, and if the document kee
 its tool answer. The undo follows the same rule.
 """
 
+import json
+import sqlite3
+from contextlib import closing
+
+import psycopg
 import pytest
 from langgraph.store.memory import InMemoryStore
 
 from graph.app.scripted_model import calls, doc_id_of, patch, replace, route, say, todo
 from graph.backends.atomic import ConflictError
+from graph.backends.sqlite import DATABASE_FILE
 from graph.backends.storage import open_store
 from graph.memory.changes import (
     ChangeContext,
@@ -152,3 +158,44 @@ def test_a_change_from_a_stale_read_or_already_committed_is_refused(agent):
 
 def test_a_store_that_cannot_check_conditions_is_checked_before_its_batch():
     assert_stale_and_repeated_changes_refused(InMemoryStore())
+
+
+def write_elsewhere(request, tmp_path, key: str, value: dict) -> str:
+    """Insert a ToDo from a connection of its own, not waiting for locks; what happened ("written" or "locked")."""
+    prefix, text = ".".join(namespace(TODO, "Lance")), json.dumps(value)
+    if request.node.callspec.params["agent"] == "postgres":
+        with psycopg.connect(request.getfixturevalue("fresh_database"), autocommit=True) as conn:
+            conn.execute("INSERT INTO store (prefix, key, value) VALUES (%s, %s, %s)", (prefix, key, text))
+        return "written"
+    with closing(sqlite3.connect(tmp_path / "data" / DATABASE_FILE, timeout=0, isolation_level=None)) as conn:
+        try:
+            conn.execute("INSERT INTO store (prefix, key, value) VALUES (?, ?, ?)", (prefix, key, text))
+        except sqlite3.OperationalError as error:
+            assert "locked" in str(error)
+            return "locked"
+    return "written"
+
+
+def test_no_writer_slips_in_between_a_batch_check_and_its_write(agent, request, tmp_path, monkeypatch):
+    mine, theirs = {"task": WATER, "solutions": ["Blue can"], "status": "not started"}, {"task": "Theirs", "solutions": ["x"]}
+    happened = []
+    stored_values = type(agent.store)._stored_values
+
+    def check_then_write_elsewhere(self, conditions, cur):
+        stored = stored_values(self, conditions, cur)
+        happened.append(write_elsewhere(request, tmp_path, "w", theirs))
+        return stored
+
+    monkeypatch.setattr(type(agent.store), "_stored_values", check_then_write_elsewhere)
+    created = MemoryChange("created", "w", None, mine)
+    if request.node.callspec.params["agent"] == "postgres":
+        with pytest.raises(ConflictError):  # the other write committed first, so this batch may not write
+            commit_changes(agent.store, "Lance", TODO, [created], CONTEXT)
+        expected, entries = theirs, 0
+    else:
+        commit_changes(agent.store, "Lance", TODO, [created], CONTEXT)  # the batch held the write lock throughout
+        expected, entries = mine, 1
+
+    assert happened == ["written" if entries == 0 else "locked"]
+    assert agent.store.get(namespace(TODO, "Lance"), "w").value == expected
+    assert len(list_history(agent.store, "Lance")) == entries

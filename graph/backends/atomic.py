@@ -7,12 +7,12 @@ stores here roll the whole batch back on any error instead. They also send a bat
 `PUT_CHUNK` items, so one batch can write any number of them: SQLite and PostgreSQL cap the variables of
 one statement (an import of 60,000 items is one batch).
 
-A batch may also hold `Unchanged` conditions next to its puts: the items they name must still hold the
-values the writer read, checked in the batch's own transaction, before its writes and with the items
-locked (SQLite: the write lock, taken when the transaction begins; PostgreSQL: the rows, and a
-transaction-level advisory lock per item so two writers creating the same key take turns). If one does
-not hold, the batch writes nothing and raises `ConflictError`. Batches without conditions are LangGraph's,
-unchanged, and so is the rest of the public store API.
+A batch may also hold `Unchanged` conditions next to its puts, one for each item it writes: the item must
+still hold the value the writer read. They are checked in the batch's own transaction, before its writes,
+and hold until it commits (SQLite: the write lock, taken when the transaction begins; PostgreSQL: the
+transaction's snapshot at REPEATABLE READ, see `graph.backends.atomic_postgres`). If one does not hold, the
+batch writes nothing and raises `ConflictError`. Batches without conditions are LangGraph's, unchanged, and
+so is the rest of the public store API.
 """
 
 import json
@@ -51,8 +51,7 @@ def prefix_of(namespace: tuple[str, ...]) -> str:
     return ".".join(namespace)
 
 
-def keys_by_prefix(conditions: Sequence[Unchanged]) -> dict[str, list[str]]:
-    """The keys the conditions name, by the `prefix` of their namespace."""
+def _keys_by_prefix(conditions: Sequence[Unchanged]) -> dict[str, list[str]]:
     keys: dict[str, list[str]] = defaultdict(list)
     for condition in conditions:
         keys[prefix_of(condition.namespace)].append(condition.key)
@@ -62,8 +61,8 @@ def keys_by_prefix(conditions: Sequence[Unchanged]) -> dict[str, list[str]]:
 class ConditionalBatches:
     """Mixin for a LangGraph store: `batch` takes `Unchanged` conditions beside its puts (see the module docstring).
 
-    A store class supplies `_checking_cursor` (a transaction that holds the items' locks once checked) and
-    `_stored_values` (what the named items hold now, read on that cursor).
+    A store class supplies `_checking_cursor` (a transaction in which what was checked holds until the commit)
+    and `_stored_values` (what the named items hold, read on that cursor).
     """
 
     def batch(self, ops: Sequence[Op | Unchanged]) -> list[Result]:
@@ -75,6 +74,8 @@ class ConditionalBatches:
         puts = [(index, op) for index, op in enumerate(ops) if isinstance(op, PutOp)]
         if len(puts) + len(conditions) != len(ops):
             raise TypeError("a batch with conditions may only hold puts besides them")
+        if {(c.namespace, c.key) for c in conditions} - {(op.namespace, op.key) for _, op in puts}:
+            raise TypeError("a batch's conditions may only name items it writes")
         with self._checking_cursor(conditions) as cur:
             stored = self._stored_values(conditions, cur)
             failed = [c for c in conditions if stored.get((prefix_of(c.namespace), c.key)) != c.value]
@@ -130,7 +131,7 @@ class AtomicSqliteStore(ConditionalBatches, ChunkedPuts, SqliteStore):
 
     def _stored_values(self, conditions: Sequence[Unchanged], cur: sqlite3.Cursor) -> dict[tuple[str, str], Any]:
         stored = {}
-        for prefix, keys in keys_by_prefix(conditions).items():
+        for prefix, keys in _keys_by_prefix(conditions).items():
             placeholders = ",".join("?" * len(keys))
             cur.execute(f"SELECT key, value FROM store WHERE prefix = ? AND key IN ({placeholders})", (prefix, *keys))
             stored.update({(prefix, key): json.loads(value) for key, value in cur.fetchall()})

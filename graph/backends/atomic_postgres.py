@@ -6,22 +6,25 @@ from contextlib import contextmanager
 from typing import Any
 
 from langgraph.store.postgres import PostgresStore
-from psycopg import Cursor
+from langgraph.store.postgres.base import _pg_internal
+from psycopg import Cursor, IsolationLevel
+from psycopg.errors import DeadlockDetected, SerializationFailure
+from psycopg.rows import dict_row
 
-from graph.backends.atomic import ChunkedPuts, ConditionalBatches, Unchanged, prefix_of
+from graph.backends.atomic import ChunkedPuts, ConditionalBatches, ConflictError, Unchanged, prefix_of
 
-# One transaction-level advisory lock per item, named by its prefix and key (two items whose names hash alike
-# only take turns), taken in one order by every writer so that two never wait for each other in a ring. A
-# statement of its own: the next one's snapshot must be taken once the locks are held, to see what their
-# previous holder committed.
-_LOCK = """SELECT count(pg_advisory_xact_lock(hashtextextended(name, 0)))
-FROM (SELECT DISTINCT name FROM unnest(%s::text[]) AS name ORDER BY name) AS names"""
 _STORED = """SELECT prefix, key, value::text AS value FROM store
-WHERE (prefix, key) IN (SELECT * FROM unnest(%s::text[], %s::text[])) ORDER BY prefix, key FOR UPDATE"""
+WHERE (prefix, key) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"""
 
 
 class AtomicPostgresStore(ConditionalBatches, ChunkedPuts, PostgresStore):
-    """A `PostgresStore` whose batches commit when they succeed and roll back when anything in them fails."""
+    """A `PostgresStore` whose batches commit when they succeed and roll back when anything in them fails.
+
+    A batch with conditions runs at REPEATABLE READ: the conditions are read in its snapshot, and PostgreSQL
+    refuses (serialization failure) to write any item of the batch that another transaction changed,
+    created or deleted since that snapshot, so the check holds until the commit; the refusal becomes
+    `ConflictError`, nothing written.
+    """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -30,9 +33,15 @@ class AtomicPostgresStore(ConditionalBatches, ChunkedPuts, PostgresStore):
 
     @contextmanager
     def _checking_cursor(self, conditions: Sequence[Unchanged]) -> Iterator[Cursor]:
-        with self._cursor(pipeline=True) as cur:
-            cur.execute(_LOCK, ([f"{prefix_of(c.namespace)}.{c.key}" for c in conditions],))
-            yield cur
+        with _pg_internal.get_connection(self.conn) as conn, self.lock:
+            conn.isolation_level = IsolationLevel.REPEATABLE_READ
+            try:
+                with conn.transaction(), conn.cursor(binary=True, row_factory=dict_row) as cur:
+                    yield cur
+            except (SerializationFailure, DeadlockDetected) as error:
+                raise ConflictError(conditions) from error
+            finally:
+                conn.isolation_level = None
 
     def _stored_values(self, conditions: Sequence[Unchanged], cur: Cursor) -> dict[tuple[str, str], Any]:
         cur.execute(_STORED, ([prefix_of(c.namespace) for c in conditions], [c.key for c in conditions]))

@@ -12,6 +12,7 @@ from graph.backends.model import ChatModelFactory, model_errors
 from graph.configuration import Configuration
 from graph.memory.context import TurnMemories, start_turn, turn_memories
 from graph.memory.rendering import render_profile, render_todos
+from graph.nodes.update import routed_here
 from graph.state import State
 from graph.thread.summary import fold_into_summary, with_summary
 from graph.thread.tokens import bound_messages, is_blank, truncation_notice
@@ -103,6 +104,7 @@ def task_maistro(
                 break
             response = model.bind_tools([UPDATE_MEMORY_TOOL]).invoke(prompt)
         rejected = reject_invalid_calls(response)
+        routed_here(response)
         new_messages += [response, *rejected]
         if not rejected or pending_update_calls(thread + new_messages):
             break

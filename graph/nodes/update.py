@@ -7,17 +7,21 @@ answers, secret redaction, one batch for the changes and their history, and the 
 
 Each update happens once and overwrites nobody (`graph.memory.changes`). A replayed update (the process
 died after its commit, before the checkpoint recorded it) finds its changes in the history under its
-replay-stable seed and answers the calls from them, without asking the model or writing again. An update
+replay-stable seed and answers the calls from them, without asking the model or writing again (it looks
+only when the calls may be a replay: they come from another process or a resumed turn; an update run again
+in the process that routed it is still caught by its commit, which refuses entries that exist). An update
 whose documents another writer changed since they were read writes nothing; it reads the memories afresh
 and proposes once more, and if that conflicts too, its answer says so.
 """
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import cached_property
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
 
@@ -30,11 +34,24 @@ from graph.memory.store import KIND_NAMES
 from graph.nodes.extraction import extraction_messages, routing_seed
 from graph.state import State
 from graph.thread.tokens import bound_message
-from graph.thread.tool_calls import pending_update_calls, through_latest_calls
+from graph.thread.tool_calls import last_ai_message, pending_update_calls, through_latest_calls
 from prompts import SECRETS_NOT_SAVED, SEE_ABOVE, UPDATE_CONFLICT
 
 # How often an update whose documents changed under it reads them again and proposes anew.
 CONFLICT_RETRIES = 1
+# How many routing messages of this process's chat node are remembered (their updates normally run here next).
+ROUTINGS_KEPT = 1024
+_routed_here: OrderedDict[str, None] = OrderedDict()
+_routed_lock = threading.Lock()
+
+
+def routed_here(message: AIMessage) -> None:
+    """Note that this process's chat node made the routing `message`, so its updates run here for the first time."""
+    if message.id and message.tool_calls:
+        with _routed_lock:
+            _routed_here[message.id] = None
+            while len(_routed_here) > ROUTINGS_KEPT:
+                _routed_here.popitem(last=False)
 
 
 @dataclass(frozen=True)
@@ -62,6 +79,16 @@ class UpdateRequest:
     def messages(self) -> Sequence[AnyMessage]:
         """The thread up to the calls being answered (not what the user wrote after a turn cut short)."""
         return through_latest_calls(self.state["messages"])
+
+    @property
+    def may_be_replay(self) -> bool:
+        """Whether the calls may have been run before: another process routed them, or the turn was resumed."""
+        routing = last_ai_message(self.messages)
+        routing_id = routing.id if routing else None
+        with _routed_lock:
+            first_run_here = routing_id in _routed_here
+        resumed_id = (self.state.get("resumed_calls") or ("", 0))[0]
+        return not first_run_here or resumed_id == routing_id
 
     def prompt(self, instruction: str) -> list[AnyMessage]:
         """The extraction prompt: the instruction, the thread's summary and the visible conversation."""
@@ -120,15 +147,17 @@ def update_memory(
 ) -> dict:
     """Run the recipe for one memory `kind`, answering the pending UpdateMemory calls of `update_type`.
 
-    Changes already committed under the update's seed answer the calls as they are; a conflict with another
-    writer makes it read and propose again (`CONFLICT_RETRIES` times), then answer with the conflict.
+    Changes already committed under the update's seed answer the calls as they are; a conflict (with another
+    writer, or with the update's own earlier run) makes it look for those, then read and propose again
+    (`CONFLICT_RETRIES` times), and finally answer with the conflict.
     """
     settings = Configuration.from_runnable_config(config)
     calls = pending_update_calls(state["messages"], update_type)
     request = UpdateRequest(state, config, store, settings, chat_model(settings), calls)
     context = change_context(request)
     for attempt in range(1 + CONFLICT_RETRIES):
-        if committed := committed_changes(store, request.user_id, kind, context.seed):
+        replay = attempt > 0 or request.may_be_replay
+        if replay and (committed := committed_changes(store, request.user_id, kind, context.seed)):
             return answer_update_calls(calls, report(committed, committed), kind, committed, set())
         proposed = propose(replace(request, fresh=attempt > 0))
         try:
