@@ -17,7 +17,6 @@ so is the rest of the public store API.
 
 import json
 import sqlite3
-from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, NamedTuple
@@ -49,13 +48,6 @@ class ConflictError(RuntimeError):
 def prefix_of(namespace: tuple[str, ...]) -> str:
     """A namespace as LangGraph's SQL stores write it in the `prefix` column."""
     return ".".join(namespace)
-
-
-def _keys_by_prefix(conditions: Sequence[Unchanged]) -> dict[str, list[str]]:
-    keys: dict[str, list[str]] = defaultdict(list)
-    for condition in conditions:
-        keys[prefix_of(condition.namespace)].append(condition.key)
-    return keys
 
 
 class ConditionalBatches:
@@ -131,8 +123,14 @@ class AtomicSqliteStore(ConditionalBatches, ChunkedPuts, SqliteStore):
 
     def _stored_values(self, conditions: Sequence[Unchanged], cur: sqlite3.Cursor) -> dict[tuple[str, str], Any]:
         stored = {}
-        for prefix, keys in _keys_by_prefix(conditions).items():
-            placeholders = ",".join("?" * len(keys))
-            cur.execute(f"SELECT key, value FROM store WHERE prefix = ? AND key IN ({placeholders})", (prefix, *keys))
-            stored.update({(prefix, key): json.loads(value) for key, value in cur.fetchall()})
+        for start in range(0, len(conditions), PUT_CHUNK):
+            chunk = conditions[start : start + PUT_CHUNK]
+            rows = ",".join(["(?, ?)"] * len(chunk))
+            params = [part for c in chunk for part in (prefix_of(c.namespace), c.key)]
+            cur.execute(
+                f"WITH wanted(prefix, key) AS (VALUES {rows}) "
+                "SELECT s.prefix, s.key, s.value FROM wanted JOIN store AS s ON s.prefix = wanted.prefix AND s.key = wanted.key",
+                params,
+            )
+            stored.update({(prefix, key): json.loads(value) for prefix, key, value in cur.fetchall()})
         return stored

@@ -13,8 +13,8 @@ from psycopg.rows import dict_row
 
 from graph.backends.atomic import ChunkedPuts, ConditionalBatches, ConflictError, Unchanged, prefix_of
 
-_STORED = """SELECT prefix, key, value::text AS value FROM store
-WHERE (prefix, key) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"""
+_STORED = """SELECT s.prefix, s.key, s.value::text AS value
+FROM unnest(%s::text[], %s::text[]) AS wanted(prefix, key) JOIN store AS s USING (prefix, key)"""
 
 
 class AtomicPostgresStore(ConditionalBatches, ChunkedPuts, PostgresStore):
