@@ -48,8 +48,8 @@ MINUTES_PER_DAY = 24 * 60
 SINGLE_KEYS = {PROFILE: PROFILE_KEY, INSTRUCTIONS: INSTRUCTIONS_KEY}
 # What older or hand-made history entries lacking these fields are read with.
 ENTRY_DEFAULTS = {"order": 0, "thread_id": "", "message": ""}
-# Most history entries one update can have: how far `committed_changes` looks for them.
-MOST_CHANGES_PER_UPDATE = 10_000
+# How many history entries of one seed `committed_changes` asks for in one batch.
+ENTRIES_PER_LOOKUP = 32
 # Serialises the compare-and-write of stores that cannot check conditions themselves, within this process.
 _unconditional_writes = threading.Lock()
 # Characters no stored string may hold: NUL (PostgreSQL cannot store it) and lone surrogates (not UTF-8).
@@ -224,13 +224,14 @@ def committed_changes(store: BaseStore, user_id: str, kind: str, seed: str) -> l
     """
     ns = namespace(HISTORY, user_id)
     changes: list[MemoryChange] = []
-    while len(changes) < MOST_CHANGES_PER_UPDATE:
-        item = store.get(ns, entry_id(seed, kind, len(changes)))
-        entry = readable_entry(item.value) if item else None
-        if entry is None:
-            break
-        changes.append(MemoryChange(entry["action"], entry["key"], entry["before"], entry["after"]))
-    return changes
+    while True:
+        orders = range(len(changes), len(changes) + ENTRIES_PER_LOOKUP)
+        items = store.batch([GetOp(ns, entry_id(seed, kind, order)) for order in orders])
+        for item in items:
+            entry = readable_entry(item.value) if item else None
+            if entry is None:
+                return changes
+            changes.append(MemoryChange(entry["action"], entry["key"], entry["before"], entry["after"]))
 
 
 def redact_changes(changes: Sequence[MemoryChange]) -> tuple[list[MemoryChange], set[str]]:
@@ -292,26 +293,34 @@ def undo_change(store: BaseStore, user_id: str, change_id: str | None = None) ->
     document is still what it read (`record_changes`); if another writer changed it in between, the undo
     reads it again and tries once more, then raises `UndoConflictError`, writing nothing.
     """
-    for _attempt in range(2):
-        history = list_history(store, user_id)
-        target = next((e for e in reversed(history) if change_id in (None, e["id"])), None)
-        if target is None:
-            raise UnknownChangeError(f"no change {change_id!r} in the history" if change_id else "the history is empty")
-        restored = target["before"]
-        if restored is not None and (problem := document_problem(target["kind"], target["key"], restored)):
-            raise IrreversibleChangeError(
-                f"change {target['id'][:8]} cannot be undone: the {target['kind']} it would restore is invalid ({problem})"
-            )
-        current = store.get(namespace(target["kind"], user_id), target["key"])
-        action = "deleted" if restored is None else "created" if current is None else "updated"
-        revert = MemoryChange(action, target["key"], current.value if current else None, restored)
-        context = ChangeContext(thread_id="", message=f"undo {target['id']}", seed=f"undo/{target['id']}/{len(history)}")
-        try:
-            (entry,) = record_changes(store, user_id, target["kind"], [revert], context, undoes=target["id"])
-        except ConflictError:
-            continue
-        return entry
-    raise UndoConflictError(
-        f"change {target['id'][:8]} was not undone: the {target['kind']} kept changing while the undo was written; "
-        "try again"
-    )
+    try:
+        return _undo_once(store, user_id, change_id)
+    except ConflictError:
+        pass  # another writer changed the document after the undo read it: read it again, once
+    try:
+        return _undo_once(store, user_id, change_id)
+    except ConflictError as error:
+        which = f"change {change_id[:8]}" if change_id else "the last change"
+        raise UndoConflictError(
+            f"{which} was not undone: the {error.failed[0].namespace[0]} kept changing while the undo was written; "
+            "try again"
+        ) from None
+
+
+def _undo_once(store: BaseStore, user_id: str, change_id: str | None) -> dict[str, Any]:
+    """Revert the change from the document as stored now; `ConflictError` if it changes before the commit."""
+    history = list_history(store, user_id)
+    target = next((e for e in reversed(history) if change_id in (None, e["id"])), None)
+    if target is None:
+        raise UnknownChangeError(f"no change {change_id!r} in the history" if change_id else "the history is empty")
+    restored = target["before"]
+    if restored is not None and (problem := document_problem(target["kind"], target["key"], restored)):
+        raise IrreversibleChangeError(
+            f"change {target['id'][:8]} cannot be undone: the {target['kind']} it would restore is invalid ({problem})"
+        )
+    current = store.get(namespace(target["kind"], user_id), target["key"])
+    action = "deleted" if restored is None else "created" if current is None else "updated"
+    revert = MemoryChange(action, target["key"], current.value if current else None, restored)
+    context = ChangeContext(thread_id="", message=f"undo {target['id']}", seed=f"undo/{target['id']}/{len(history)}")
+    (entry,) = record_changes(store, user_id, target["kind"], [revert], context, undoes=target["id"])
+    return entry
