@@ -7,7 +7,9 @@ deleted row comes back without a value, and so does, on PostgreSQL when the stor
 that has expired since the last read. A store without the change log is read through its own API instead.
 
 Marks: the number of users forgotten so far (a change means the log lost rows: the reader reads the whole list
-again, see `graph.backends.todo_changes.forget_changes`), and on SQLite the highest log number read (writers take turns, so no lower number can commit later); on
+again, see `graph.backends.todo_changes.forget_items`), the identity of the store table and its log (a change
+means the table was reset: the reader installs the log again and reads the whole list, and so it does when the
+log is missing), and on SQLite the highest log number read (writers take turns, so no lower number can commit later); on
 PostgreSQL the oldest transaction still running when the statement ran (every older one has finished and is
 visible to it), and the server's time, for expiries. So a PostgreSQL read may return again rows it already
 returned, committed by transactions that were running at the last read; the reader skips those by version.
@@ -19,13 +21,13 @@ from typing import Any
 import orjson
 from langgraph.store.base import BaseStore, Item
 
-from graph.backends.todo_changes import FORGETS, TABLE, change_log
+from graph.backends.todo_changes import FORGETS, IDENTITY, TABLE, change_log, installed, reinstall
 from graph.memory.store import INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, TODO, namespace
 
 # Every row is (kind, key, version, value, created_at, updated_at): kind "todo" (a changed ToDo; version: its
 # log number or transaction; no value when it is gone), "profile", "instructions", and on PostgreSQL "expired"
 # (a ToDo that has expired since the last read) and "mark" (version: the oldest running transaction;
-# created_at: the server's time); "forgets" (version: how many users were forgotten).
+# created_at: the server's time); "log" (version: how many users were forgotten; value: the log's identity).
 _STATEMENT = """
 SELECT 'todo' AS kind, c.key, {version} AS version, {value} AS value, s.created_at, s.updated_at
 FROM {log} AS c LEFT JOIN store AS s ON s.prefix = c.prefix AND s.key = c.key {live_s}
@@ -39,11 +41,11 @@ UNION ALL
 SELECT 'instructions', key, NULL, {plain_value}, created_at, updated_at FROM store
 WHERE prefix = {instructions} AND key = {instructions_key} {live}
 UNION ALL
-SELECT 'forgets', NULL, {forgets}, NULL, NULL, NULL FROM {forgets_table}
+SELECT 'log', NULL, {forgets}, {identity}, NULL, NULL FROM {forgets_table}
 """
 SQLITE_STATEMENT = _STATEMENT.format(
     log=TABLE, version="c.seq", value="s.value", plain_value="value", live_s="", live="", since="c.seq > :seen",
-    forgets="coalesce(max(id), 0)", forgets_table=FORGETS,
+    forgets="coalesce(max(id), 0)", forgets_table=FORGETS, identity=IDENTITY["sqlite"],
     todo=":todo", profile=":profile", instructions=":instructions", instructions_key=":instructions_key",
 )
 _POSTGRES_MARK = """
@@ -64,7 +66,7 @@ def postgres_statement(hide_expired: bool) -> str:
     return _STATEMENT.format(
         log=TABLE, version="c.xid::text", value="s.value::text", plain_value="value::text",
         live_s=live.format(column="s."), live=live.format(column=""), since="c.xid >= %(seen)s::xid8",
-        forgets="coalesce(max(id), 0)::text", forgets_table=FORGETS,
+        forgets="coalesce(max(id), 0)::text", forgets_table=FORGETS, identity=IDENTITY["postgres"],
         todo="%(todo)s", profile="%(profile)s", instructions="%(instructions)s", instructions_key="%(instructions_key)s",
     ) + (_POSTGRES_EXPIRED if hide_expired else "") + _POSTGRES_MARK
 
@@ -130,12 +132,21 @@ def _postgres_rows(store: Any, user_id: str, mark: Any) -> tuple[list[tuple], An
 def memory_rows(store: BaseStore, user_id: str, mark: Any) -> MemoryRows:
     """The ToDo rows changed since `mark` (None: all of them), the profile and the instructions, in one statement,
     from a store with the change log (`graph.backends.todo_changes.change_log`). When a user was forgotten since
-    `mark`, it reads again, all of them (`whole`)."""
+    `mark`, it reads again, all of them (`whole`); when the store table was reset or the log is missing, it
+    installs the log again first."""
     read = _sqlite_rows if change_log(store) == "sqlite" else _postgres_rows
-    forgets_then, position = mark if mark is not None else (None, None)
-    rows, position = read(store, user_id, position)
-    forgets = next(row[VERSION] for row in rows if row[KIND] == "forgets")
-    if forgets_then is not None and forgets != forgets_then:
+    log_then, position = mark if mark is not None else (None, None)
+    try:
+        rows, position = read(store, user_id, position)
+    except Exception:
+        if installed(store):
+            raise
+        reinstall(store)
+        return memory_rows(store, user_id, None)
+    log = next((row[VERSION], row[VALUE]) for row in rows if row[KIND] == "log")
+    if log_then is not None and log != log_then:
+        if log[1] != log_then[1]:
+            reinstall(store)
         return memory_rows(store, user_id, None)
     changes = [
         TodoChange(row[KEY], row[VERSION], _item(row, TODO, user_id) if row[KIND] == TODO and row[VALUE] is not None else None)
@@ -143,4 +154,4 @@ def memory_rows(store: BaseStore, user_id: str, mark: Any) -> MemoryRows:
         if row[KIND] in (TODO, "expired")
     ]
     documents = {row[KIND]: _item(row, row[KIND], user_id) for row in rows if row[KIND] in (PROFILE, INSTRUCTIONS)}
-    return MemoryRows(changes, documents.get(PROFILE), documents.get(INSTRUCTIONS), (forgets, position), mark is None)
+    return MemoryRows(changes, documents.get(PROFILE), documents.get(INSTRUCTIONS), (log, position), mark is None)

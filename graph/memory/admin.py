@@ -171,14 +171,18 @@ def last_thread(checkpointer: BaseCheckpointSaver, user_id: str) -> str | None:
 def forget_user(store: BaseStore, checkpointer: BaseCheckpointSaver, user_id: str) -> tuple[int, int]:
     """Delete every memory and every thread of the user; returns (memories deleted, threads deleted).
 
-    The ToDo change log forgets the user too (`graph.backends.todo_changes.forget_changes`).
+    On this project's stores the memories and the user's rows of the ToDo change log go in one transaction
+    (`graph.backends.todo_changes.forget_items`); a ToDo another process writes while this runs stays, in the
+    store and in the log.
     """
-    from graph.backends.todo_changes import forget_changes
+    from graph.backends.todo_changes import change_log, forget_items
 
     items = user_items(store, user_id)
-    if items:
-        store.batch([PutOp(item.namespace, item.key, None) for item in items])
-    forget_changes(store, user_id)
+    deletions = [PutOp(item.namespace, item.key, None) for item in items]
+    if change_log(store) is not None:
+        forget_items(store, user_id, deletions)
+    elif deletions:
+        store.batch(deletions)
     threads = user_threads(checkpointer, user_id)
     for thread_id in threads:
         checkpointer.delete_thread(thread_id)
