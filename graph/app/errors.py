@@ -3,7 +3,8 @@ database, a full disk), so the CLI can say what is wrong and what to do instead 
 
 Errors are recognised by what they are, not by where they were raised: SQLite errors by their result code
 (`sqlite_errorname`, set by `sqlite3` and `pysqlite3`), OS errors only when they name a path of the data
-directory. Anything else is not a storage problem (`storage_problem` returns None) and stays a bug to see.
+directory (any such error: a name too long, a path the system refuses, a broken link...). Anything else is not
+a storage problem (`storage_problem` returns None) and stays a bug to see.
 """
 
 import errno
@@ -48,13 +49,24 @@ def _sqlite_problem(name: str, error: BaseException, directory: Path) -> str | N
     return None
 
 
+def _broken_link(directory: Path) -> Path | None:
+    """The symbolic link standing where `directory` or one of its parents should be that leads to no directory."""
+    return next((path for path in (directory, *directory.parents) if path.is_symlink() and not path.is_dir()), None)
+
+
 def _os_problem(error: OSError, directory: Path) -> str | None:
+    """Any OS error on a path of the data directory, in one sentence; None for an error on another path."""
     paths = [_absolute(name) for name in (error.filename, error.filename2) if name]
     if not any(path.is_relative_to(directory) or directory.is_relative_to(path) for path in paths):
         return None
     if isinstance(error, (NotADirectoryError, FileExistsError)) and (blocking := _blocking_file(directory)):
         return (
             f"The data directory {directory} cannot be used: {blocking} is a file, not a directory; {CHOOSE_ANOTHER}."
+        )
+    if (isinstance(error, FileExistsError) or error.errno == errno.ELOOP) and (link := _broken_link(directory)):
+        return (
+            f"The data directory {directory} cannot be used: {link} is a symbolic link that leads to no directory; "
+            f"{CHOOSE_ANOTHER}."
         )
     if isinstance(error, PermissionError) or error.errno == errno.EROFS:
         return (
@@ -63,7 +75,8 @@ def _os_problem(error: OSError, directory: Path) -> str | None:
         )
     if error.errno == errno.ENOSPC:
         return f"The disk holding the data directory {directory} is full: free some space and try again."
-    return None
+    where = "" if paths[0] == directory else f": {paths[0]}"
+    return f"The data directory {directory} cannot be used ({error.strerror or error}{where}); {CHOOSE_ANOTHER}."
 
 
 def storage_problem(error: BaseException, data_dir: Path) -> str | None:
