@@ -47,7 +47,8 @@ def test_the_longest_id_works_and_one_more_character_is_refused_with_the_message
     turn(agent, "Remind me to pay rent.", user_id=LONGEST, thread_id="longest")
     assert list(todos(agent, LONGEST)) == ["Pay rent"]
     import_memories(agent.store, LONGEST, export_memories(agent.store, "alice"))
-    assert len(user_items(agent.store, LONGEST)) == 6 and export_memories(agent.store, "alice") == alice
+    # A ToDo and its history entry, alice's four documents and the import's four history entries.
+    assert len(user_items(agent.store, LONGEST)) == 10 and export_memories(agent.store, "alice") == alice
 
     too_long = LONGEST + "x"
     with pytest.raises(InvalidUserIdError, match="257 characters long"):
@@ -55,7 +56,7 @@ def test_the_longest_id_works_and_one_more_character_is_refused_with_the_message
     messages = agent.get_state(config(too_long, "too-long")).values["messages"]
     assert [m.content for m in messages] == ["Remind me to pay rent."], "the message stays in the thread"
 
-    assert forget_user(agent.store, agent.checkpointer, LONGEST) == (6, 1)
+    assert forget_user(agent.store, agent.checkpointer, LONGEST) == (10, 1)
     assert export_memories(agent.store, "alice") == alice, "no id reaches another user's memories"
 
 

@@ -1,6 +1,7 @@
 """One user's data as a whole: export and import their memories, find their threads, forget them."""
 
 import json
+import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -9,7 +10,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore, Item, PutOp
 from pydantic import ValidationError
 
-from graph.memory.changes import document_problem, ttl_for, validation_problem
+from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, document_problem, validation_problem
 from graph.memory.redaction import redact, redact_text
 from graph.memory.store import (
     HISTORY,
@@ -22,13 +23,14 @@ from graph.memory.store import (
     search_all,
     user_label,
 )
-from graph.settings import current_settings
 from schemas import HistoryEntry
 
 EXPORT_FORMAT = "task-maistro memories v1"
 MEMORY_KINDS = (PROFILE, TODO, INSTRUCTIONS)
 SECTIONS = (*MEMORY_KINDS, HISTORY)
 MAX_KEY_LENGTH = 256
+# What the history says an imported document came from.
+IMPORT_MESSAGE = "Imported from an export"
 # How far past the importing machine's clock a history entry may be dated (clocks differ a little).
 CLOCK_ALLOWANCE = timedelta(minutes=10)
 
@@ -121,25 +123,32 @@ def _checked_export(data: Any) -> dict[str, dict[str, Any]]:
 
 
 def import_memories(store: BaseStore, user_id: str, data: Any) -> dict[str, int]:
-    """Write an export's memories and history to the user in one batch (same keys; other items stay).
+    """Write an export's memories and history to the user (same keys; other items stay); returns counts by section.
 
     Every item is checked first: memories against their stored schemas (`schemas.STORED_DOCUMENTS`), history
     entries against `HistoryEntry` and their documents against their memory's schema, not dated in the future;
     keys are non-empty, at most `MAX_KEY_LENGTH` characters, without control characters. The first problem
     raises `InvalidExportError` with one sentence, and nothing is written. Secrets are redacted from keys and
-    values; done ToDos get their expiry (counted from the import). The batch is one transaction in this
-    project's stores, whatever its size. Returns counts by section.
+    values. The export's history is written as it is; then each memory's documents go the way every change
+    does (`graph.memory.changes.commit_changes`): a document the import creates or replaces gets a history
+    entry, so it can be undone, and done ToDos get their expiry (counted from the import). Documents already
+    stored as they are in the export are left alone. Each write is one transaction in this project's stores,
+    whatever its size; an import cut short can be run again.
     """
-    namespaces = {kind: namespace(kind, user_id) for kind in SECTIONS}
     sections = _checked_export(data)
-    days = current_settings().done_todo_ttl_days
-    store.batch(
-        [
-            PutOp(namespaces[kind], key, value, index=False if kind == HISTORY else None, ttl=ttl_for(kind, value, days))
-            for kind, section in sections.items()
-            for key, value in section.items()
+    if sections[HISTORY]:
+        store.batch([PutOp(namespace(HISTORY, user_id), key, entry, index=False) for key, entry in sections[HISTORY].items()])
+    context = ChangeContext(thread_id="", message=IMPORT_MESSAGE, seed=f"import/{uuid.uuid4()}")
+    for kind in MEMORY_KINDS:
+        ns = namespace(kind, user_id)
+        stored = {item.key: item.value for item in search_all(store, ns) if item.namespace == ns}
+        changes = [
+            MemoryChange("created" if stored.get(key) is None else "updated", key, stored.get(key), value)
+            for key, value in sections[kind].items()
+            if stored.get(key) != value
         ]
-    )
+        if changes:
+            commit_changes(store, user_id, kind, changes, context)
     return {kind: len(section) for kind, section in sections.items()}
 
 

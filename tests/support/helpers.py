@@ -5,7 +5,8 @@ import socket
 from langchain_core.messages import AnyMessage, HumanMessage
 from langgraph.store.base import PutOp
 
-from graph.memory.store import INSTRUCTIONS, PROFILE, TODO, namespace, search_all
+from graph.memory.admin import IMPORT_MESSAGE
+from graph.memory.store import HISTORY, INSTRUCTIONS, PROFILE, TODO, namespace, search_all
 
 
 def free_port() -> int:
@@ -26,6 +27,12 @@ def turn(agent, text: str, user_id: str = "Lance", thread_id: str = "1", **extra
         agent.stream({"messages": [HumanMessage(content=text)]}, config(user_id, thread_id, **extra), stream_mode="values")
     )
     return chunks[-1]["messages"]
+
+
+def before_import(exported: dict) -> dict:
+    """An export without the history entries that an import recorded (one per document it created or replaced)."""
+    history = {key: entry for key, entry in exported[HISTORY].items() if entry["message"] != IMPORT_MESSAGE}
+    return {**exported, HISTORY: history}
 
 
 def todos(agent, user_id: str = "Lance") -> dict[str, dict]:
