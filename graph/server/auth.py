@@ -233,10 +233,13 @@ def _as_int(value: Any, fallback: int) -> int:
 
 async def own_memories(ctx: Auth.types.AuthContext, value: dict) -> None:
     """Store: sizes bounded; with auth on, only namespaces whose second label is the caller's `user_label`
-    (prefixes are narrowed to them)."""
+    (prefixes are narrowed to them); memory writes checked and recorded (`graph.memory.api_writes`)."""
+    from graph.memory.api_writes import check_api_write
+
     bound_store_request(ctx.action, value)
     if auth_enabled():
         value["namespace"] = scoped_namespace(ctx.action, value.get("namespace"), user_label(ctx.user.identity))
+    await check_api_write(ctx.action, value)
 
 
 async def refuse_the_rest(ctx: Auth.types.AuthContext, value: dict) -> bool | None:

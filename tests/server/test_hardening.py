@@ -86,7 +86,7 @@ def test_oversized_writes_are_refused_quickly_and_search_limits_clamped(server):
     assert refused.value.response.status_code == 413 and time.monotonic() - started < 10
     assert bob.store.get_item((TODO, user_label(BOB)), "b")["value"] == {"task": "Renew passport"}
     # Just under the limit; the index embeds only `task`, so this measures the limit, not the embedder.
-    alice.store.put_item((TODO, user_label(ALICE)), "big", {"task": "Big note", "notes": "y" * (MAX_STORE_VALUE_BYTES - 100)})
+    alice.store.put_item((TODO, user_label(ALICE)), "big", {"task": "Big note", "solutions": ["y" * (MAX_STORE_VALUE_BYTES - 100)]})
 
     for _ in range(3):
         alice.store.put_item((TODO, user_label(ALICE)), f"n{_}", {"task": "n"})

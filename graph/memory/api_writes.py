@@ -1,0 +1,70 @@
+"""Store API writes to the memories (`client.store.put_item` / `delete_item` on the API server) follow the rules
+every change follows: the document must fit its memory's schema, secrets are redacted, and the change is
+recorded in the user's history in the same batch, so it can be undone.
+
+The auth handler's store rule (`graph.server.auth.own_memories`) calls `check_api_write` before the server
+performs the request. It commits the change with its history entry through the server's own store
+(`graph.memory.changes.commit_changes`, as the memory page does) and hands the request on with the document as
+saved, so the server's own write that follows stores the same document again and records nothing. A request
+that is sent again (a client's or the server's retry) finds the document as it left it: a change to nothing,
+which records nothing, so each change is in the history exactly once.
+"""
+
+import uuid
+from typing import Any
+
+from langgraph.store.base import BaseStore
+from starlette.concurrency import run_in_threadpool
+
+from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, document_problem, ttl_for
+from graph.memory.store import KIND_NAMES, namespace, user_from_label
+
+# The memories whose store API writes are checked and recorded (the history itself is written by these rules).
+CHECKED_KINDS = tuple(KIND_NAMES)
+# What the history says a store API write came from.
+API_MESSAGE = "Written through the store API"
+
+
+def _unprocessable(detail: str) -> Exception:
+    from langgraph_sdk.auth.exceptions import HTTPException
+
+    return HTTPException(status_code=422, detail=detail)
+
+
+def _commit(store: BaseStore, user_id: str, kind: str, key: str, document: dict | None) -> dict | None:
+    """Write `document` (None: delete) as the user's `kind` memory under `key` with its history entry; what is stored."""
+    current = store.get(namespace(kind, user_id), key)
+    before = current.value if current else None
+    if before is None and document is None:
+        return None
+    action = "deleted" if document is None else "created" if before is None else "updated"
+    context = ChangeContext(thread_id="", message=API_MESSAGE, seed=f"store-api/{uuid.uuid4()}")
+    saved, _ = commit_changes(store, user_id, kind, [MemoryChange(action, key, before, document)], context)
+    return saved[0].after if saved else before
+
+
+async def check_api_write(action: str, request: dict[str, Any]) -> None:
+    """Check and record a store API `put` or `delete` of a memory document (`request`: the handler's payload).
+
+    A document that does not fit its schema, or a memory namespace other than `(kind, user label)`, is refused
+    with HTTP 422 and one sentence; otherwise the change is committed with its history entry on the server's
+    store, and `request["value"]` becomes the document as saved (secrets redacted).
+    """
+    ns = tuple(request.get("namespace") or ())
+    if action not in ("put", "delete") or not ns or ns[0] not in CHECKED_KINDS:
+        return
+    kind, name = ns[0], KIND_NAMES[ns[0]]
+    if len(ns) != 2:
+        raise _unprocessable(f"The {name} was not saved: {kind} memories live in the namespace ({kind}, user) only.")
+    key = request.get("key")
+    document = request.get("value") if action == "put" else None
+    if action == "put" and (problem := document_problem(kind, key, document)):
+        raise _unprocessable(f"The {name} was not saved: {problem}.")
+    from langgraph_api.store import get_store
+
+    store = await get_store()
+    saved = await run_in_threadpool(_commit, store, user_from_label(ns[1]), kind, key, document)
+    if action == "put":
+        request["value"] = saved
+        if store.supports_ttl:
+            request["ttl"] = ttl_for(kind, saved)
