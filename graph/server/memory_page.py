@@ -3,7 +3,9 @@
 Every edit goes the way the agent's own do (`graph.memory.changes.commit_changes`): checked against the
 memory's stored schema first, secrets redacted, written in one batch with its history entry, and so undoable
 like any other change. An edit may name the document it started from (`base`); if the agent or another tab
-changed the document since, the edit is refused rather than overwriting that change.
+changed the document since, the edit is refused rather than overwriting that change. A stored document that
+does not fit its schema (written before writes were checked, or by hand) is shown with what is wrong with it
+(`problem`), so that the page can show it as such and offer to delete it.
 """
 
 import uuid
@@ -55,13 +57,18 @@ class PageError(Exception):
 
 
 def todo_entry(item: Item) -> dict[str, Any]:
-    """A ToDo as the page gets it: store key, document and timestamps."""
+    """A ToDo as the page gets it: store key, document, timestamps, and why it does not fit its schema (or None)."""
     return {
         "key": item.key,
         "value": item.value,
         "created_at": item.created_at.isoformat(),
         "updated_at": item.updated_at.isoformat(),
+        "problem": document_problem(TODO, item.key, item.value),
     }
+
+
+def _problem(kind: str, item: Item | None) -> str | None:
+    return document_problem(kind, item.key, item.value) if item else None
 
 
 def _deadline(item: Item) -> float:
@@ -75,15 +82,18 @@ def open_first(items: list[Item]) -> list[Item]:
 
 
 def read_memories(store: BaseStore, user_id: str, history_shown: int = HISTORY_SHOWN) -> dict[str, Any]:
-    """Everything the page shows for one user: profile, ToDos (open first), instructions and history (newest first)."""
+    """Everything the page shows for one user: profile, ToDos (open first), instructions and history (newest first),
+    with why a stored profile or instructions does not fit its schema (None when it does)."""
     profile = read_profile(store, user_id)
     instructions = store.get(namespace(INSTRUCTIONS, user_id), INSTRUCTIONS_KEY)
     history = list_history(store, user_id)
     return {
         "user_id": user_id,
         "profile": profile.value if profile else None,
+        "profile_problem": _problem(PROFILE, profile),
         "todos": [todo_entry(item) for item in open_first(read_todos(store, user_id))],
         "instructions": instructions.value if instructions else None,
+        "instructions_problem": _problem(INSTRUCTIONS, instructions),
         "history": history[::-1][:history_shown],
         "history_total": len(history),
     }

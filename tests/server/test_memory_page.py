@@ -390,3 +390,61 @@ def test_on_an_open_server_the_page_asks_which_user(open_server, script, open_ta
     expect(page.get_by_role("status")).to_contain_text("Marked done")
     assert [item["value"]["status"] for item in client.store.search_items((TODO, "Lance"))["items"]] == ["done"]
     assert [item["value"]["status"] for item in client.store.search_items((TODO, "default-user"))["items"]] == ["not started"]
+
+
+def seed_server_store(directory: Path, user: str, documents: dict[tuple[str, str], dict]) -> None:
+    """Documents the server's store holds when it starts, written as they would have been before writes were
+    checked: straight into the in-memory runtime's store file (`.langgraph_api/store.pckl`, loaded at start)."""
+    from langgraph.checkpoint.memory import PersistentDict
+    from langgraph.store.memory import InMemoryStore
+
+    (directory / ".langgraph_api").mkdir(parents=True, exist_ok=True)
+    store = InMemoryStore()
+    store._data = PersistentDict(dict, filename=str(directory / ".langgraph_api" / "store.pckl"))
+    for (kind, key), document in documents.items():
+        store.put((kind, user_label(user)), key, document, index=False)
+    store._data.sync()
+
+
+def test_a_stored_document_that_does_not_fit_its_schema_is_shown_as_such_and_can_be_deleted(
+    stub, open_tab, tmp_path_factory
+):
+    scratch = tmp_path_factory.mktemp("memory-page-invalid")
+    broken = {**LOCK, "solutions": "not a list"}
+    seed_server_store(scratch, ALICE, {
+        (TODO, "broken"): broken,
+        (TODO, "swim"): SWIM,
+        (PROFILE, PROFILE_KEY): {"name": "Alice", "interests": "swimming"},
+        (INSTRUCTIONS, INSTRUCTIONS_KEY): {"memory": 42},
+    })
+    with token_server(scratch, stub, TOKENS) as url:
+        alice = sdk(url, ALICE)
+        page = open_tab()
+
+        sign_in(page, url, TOKENS[ALICE])
+        expect(page.locator("#todo-list h3")).to_have_text([SWIM["task"], f"Not a valid ToDo: {LOCK['task']}"])
+        card = page.locator("#todo-list > li.invalid")
+        expect(card).to_contain_text("does not fit the ToDo schema (solutions: Input should be a valid array)")
+        expect(card).to_contain_text('"solutions": "not a list"')
+        expect(card.get_by_role("button")).to_have_text(["Delete"])
+        expect(page.locator("#profile-problem")).to_have_text(
+            "What is stored as your profile does not fit its schema (interests: Input should be a valid array); saving this form "
+            "replaces it."
+        )
+        expect(page.get_by_label("Name")).to_have_value("Alice")
+        expect(page.locator("#instructions-problem")).to_contain_text(
+            "What is stored as your instructions does not fit its schema (memory: Input should be a valid string)"
+        )
+
+        card.get_by_role("button", name=f"Delete: {LOCK['task']}").click()
+        expect(page.get_by_role("status")).to_have_text(
+            f"Deleted “{LOCK['task']}”. To bring it back, undo the change in the history below."
+        )
+        expect(page.locator("#todo-list h3")).to_have_text([SWIM["task"]])
+        assert set(stored_todos(alice, ALICE)) == {SWIM["task"]}
+        entry = stored_history(alice, ALICE)[-1]
+        assert (entry["action"], entry["key"], entry["before"]) == ("deleted", "broken", broken)
+
+        page.get_by_role("button", name="Sign out").click()
+        sign_in(page, url, TOKENS[ALICE])  # the page keeps working: it never drops back to sign-in for good
+        expect(page.locator("#todo-list h3")).to_have_text([SWIM["task"]])

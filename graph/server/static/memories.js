@@ -76,6 +76,11 @@ function isOpen(todo) {
   return OPEN.includes(todo.value.status);
 }
 
+// What a ToDo is called in buttons and notices: its task, or its key when the stored document has no usable task.
+function todoName(todo) {
+  return typeof todo.value.task === "string" && todo.value.task ? todo.value.task : `the ToDo stored as ${todo.key}`;
+}
+
 function same(a, b) {
   return JSON.stringify(a) === JSON.stringify(b);
 }
@@ -249,7 +254,22 @@ function renderTodos() {
     : "No ToDos yet. Tell the agent about something you need to do, and it appears here.";
 }
 
+// A stored ToDo that does not fit its schema: shown as it is, with what is wrong, and only deleting it offered.
+function invalidCard(todo, index) {
+  const id = `todo-${index}`;
+  const name = todoName(todo);
+  return el("li", { class: "todo invalid", "data-key": todo.key, "aria-labelledby": id },
+    el("h3", { id, text: `Not a valid ToDo: ${shorten(name, 60)}` }),
+    el("p", { class: "problem-text", text: `This stored document does not fit the ToDo schema (${todo.problem}), so it cannot be edited here. Delete it, or fix it where it came from.` }),
+    el("pre", { class: "raw", text: JSON.stringify(todo.value, null, 2) }),
+    el("div", { class: "buttons" },
+      el("button", { type: "button", class: "danger", "data-focus": `${todo.key}:delete`, "aria-label": `Delete: ${name}`, text: "Delete", onclick: (event) => removeTodo(todo, event.currentTarget) }),
+    ),
+  );
+}
+
 function todoCard(todo, index) {
+  if (todo.problem) return invalidCard(todo, index);
   const value = todo.value;
   const closed = !isOpen(todo);
   const id = `todo-${index}`;
@@ -290,7 +310,7 @@ function setStatus(todo, status, button) {
 
 async function removeTodo(todo, button) {
   const removed = await change(button, () => api("DELETE", `todos/${encodeURIComponent(todo.key)}`),
-    () => `Deleted ${quoted(todo.value.task)}. To bring it back, undo the change in the history below.`);
+    () => `Deleted ${quoted(todoName(todo))}. To bring it back, undo the change in the history below.`);
   if (removed) $("todos-title").focus();
 }
 
@@ -378,16 +398,25 @@ async function search(announce = true) {
 const PROFILE_TEXT = ["name", "location", "job"];
 const PROFILE_LISTS = ["connections", "interests"];
 
+// A stored profile or instructions that does not fit its schema: say so; saving the form replaces it.
+function showStoredProblem(id, what, problem) {
+  $(id).hidden = !problem;
+  $(id).textContent = problem ? `What is stored as your ${what} does not fit its schema (${problem}); saving this form replaces it.` : "";
+}
+
 function fillProfile() {
   const profile = state.view.profile || {};
   state.profileBase = state.view.profile;
-  for (const name of PROFILE_TEXT) $(`profile-${name}`).value = profile[name] || "";
-  for (const name of PROFILE_LISTS) $(`profile-${name}`).value = (profile[name] || []).join("\n");
+  showStoredProblem("profile-problem", "profile", state.view.profile_problem);
+  for (const name of PROFILE_TEXT) $(`profile-${name}`).value = typeof profile[name] === "string" ? profile[name] : "";
+  for (const name of PROFILE_LISTS) $(`profile-${name}`).value = Array.isArray(profile[name]) ? profile[name].join("\n") : "";
 }
 
 function fillInstructions() {
+  const memory = state.view.instructions ? state.view.instructions.memory : "";
   state.instructionsBase = state.view.instructions;
-  $("instructions-text").value = state.view.instructions ? state.view.instructions.memory : "";
+  showStoredProblem("instructions-problem", "instructions", state.view.instructions_problem);
+  $("instructions-text").value = typeof memory === "string" ? memory : "";
 }
 
 async function saveProfile(event) {
