@@ -4,6 +4,7 @@ exactly the ToDos stored, on SQLite and PostgreSQL."""
 
 import sqlite3
 import subprocess
+import threading
 from contextlib import ExitStack
 
 import psycopg
@@ -96,6 +97,25 @@ def test_a_forget_racing_a_writer_leaves_every_stored_todo_in_the_log(database, 
 
     assert after_forget == {"Feed the okapi"}, "the ToDo written during the forget is in the store and the log"
     assert later == {"Feed the okapi", "Walk the okapi"}
+
+
+def test_forgets_while_another_process_keeps_writing_leave_the_log_whole(database):
+    with open_store(**database) as reader, open_store(**database) as writer, open_store(**database) as forgetter:
+        started = threading.Event()
+
+        def keep_writing() -> None:
+            for n in range(150):
+                writer.put(NS, f"w{n}", chore(f"Chore {n}"))
+                started.set()
+
+        thread = threading.Thread(target=keep_writing)
+        thread.start()
+        started.wait()
+        for _ in range(5):
+            select_todos(reader, "u", "hello", limit=1000)  # while writes go on, the store moves on after any read
+            admin.forget_user(forgetter, InMemorySaver(), "u")
+        thread.join()
+        agent_view(reader)  # the agent shows exactly what the store holds
 
 
 def test_a_backup_restored_into_the_live_database_is_read_whole(database, tmp_path):
