@@ -18,10 +18,10 @@ database, `TRUNCATE store`, an older database put in the place of the current on
 SQLite's backup API or from an SQL dump changes it), on PostgreSQL the database, the store's and the log's
 files (TRUNCATE and a restore give a table new files) and the server's system identifier. When it changed,
 or the log is missing (a backup from before the log existed), the reader installs the log again
-(`install`) and reads the list whole.
+(`reinstall`) and reads the list whole.
 
-`install` creates the tables and triggers when our storage opens and when a reader found a reset
-(idempotent), and logs every stored ToDo the log lacks, in the same transaction. `change_log` tells the
+`install_sqlite` / `install_postgres` create the tables and triggers when our storage opens and when a reader
+found a reset (idempotent), and log every stored ToDo the log lacks, in the same transaction. `change_log` tells the
 reader which stores it may read through the log; any other store is read through its own API.
 """
 
