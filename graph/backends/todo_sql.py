@@ -129,6 +129,15 @@ def _postgres_rows(store: Any, user_id: str, mark: Any) -> tuple[list[tuple], An
     return rows, (mark_row[VERSION], mark_row[CREATED_AT])
 
 
+def _log_present(store: BaseStore, error: Exception) -> bool:
+    """Whether the change log is in place after a read failed with `error`: then it failed for another reason.
+    When even that cannot be found out (the database is gone), the read's own error is the one to see."""
+    try:
+        return installed(store)
+    except Exception:
+        raise error from None
+
+
 def memory_rows(store: BaseStore, user_id: str, mark: Any) -> MemoryRows:
     """The ToDo rows changed since `mark` (None: all of them), the profile and the instructions, in one statement,
     from a store with the change log (`graph.backends.todo_changes.change_log`). When a user was forgotten since
@@ -138,8 +147,8 @@ def memory_rows(store: BaseStore, user_id: str, mark: Any) -> MemoryRows:
     log_then, position = mark if mark is not None else (None, None)
     try:
         rows, position = read(store, user_id, position)
-    except Exception:
-        if installed(store):
+    except Exception as error:
+        if _log_present(store, error):
             raise
         reinstall(store)
         return memory_rows(store, user_id, None)
