@@ -7,7 +7,9 @@ performs the request. It commits the change with its history entry through the s
 (`graph.memory.changes.commit_changes`, as the memory page does) and hands the request on with the document as
 saved, so the server's own write that follows stores the same document again and records nothing. A request
 that is sent again (a client's or the server's retry) finds the document as it left it: a change to nothing,
-which records nothing, so each change is in the history exactly once.
+which records nothing, so each change is in the history exactly once. (Between the two writes, which follow
+each other at once, another writer's change to the same document would be overwritten by the server's: the
+same race as between any two store API writes.)
 """
 
 import uuid
