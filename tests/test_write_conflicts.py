@@ -27,7 +27,7 @@ from graph.memory.changes import (
     undo_change,
 )
 from graph.memory.store import TODO, namespace
-from graph.server.memory_page import edit_todo
+from graph.server.memory_page import PageError, edit_todo
 from prompts import UPDATE_CONFLICT
 from tests.support.helpers import todos, turn
 
@@ -199,3 +199,16 @@ def test_no_writer_slips_in_between_a_batch_check_and_its_write(agent, request, 
     assert happened == ["written" if entries == 0 else "locked"]
     assert agent.store.get(namespace(TODO, "Lance"), "w").value == expected
     assert len(list_history(agent.store, "Lance")) == entries
+
+
+def test_a_page_edit_that_another_writer_overtakes_after_its_check_is_a_409_not_a_500(agent, model, other_store, monkeypatch):
+    key = add_water(agent, model)
+    shown = todos(agent)[WATER]
+    edits = iter([lambda: edit_todo(other_store, "Lance", key, {"status": "in progress"})])
+    store_reads_then(agent.store, monkeypatch, lambda: next(edits, lambda: None)())
+
+    with pytest.raises(PageError) as refused:
+        edit_todo(agent.store, "Lance", key, {"status": "done"}, base=shown)
+
+    assert refused.value.status == 409 and "changed since the page showed it" in refused.value.detail
+    assert todos(agent)[WATER]["status"] == "in progress"

@@ -14,6 +14,7 @@ from typing import Any
 
 from langgraph.store.base import BaseStore, Item
 
+from graph.backends.atomic import ConflictError
 from graph.memory.changes import (
     CLOSED_STATUSES,
     ChangeContext,
@@ -117,12 +118,16 @@ def search_todos(store: BaseStore, user_id: str, query: str, limit: int) -> dict
     return {"semantic": False, "todos": [todo_entry(item) for item in found[:limit]]}
 
 
+def _changed_since_shown(kind: str) -> PageError:
+    return PageError(
+        409, f"Your {KIND_NAMES[kind]} changed since the page showed it (the agent or another tab edited it); "
+        "look at the new version and make your change again."
+    )
+
+
 def _check_base(base: Any, current: dict[str, Any] | None, kind: str) -> None:
     if base is not NO_BASE and base != current:
-        raise PageError(
-            409, f"Your {KIND_NAMES[kind]} changed since the page showed it (the agent or another tab edited it); "
-            "look at the new version and make your change again."
-        )
+        raise _changed_since_shown(kind)
 
 
 def _commit(store: BaseStore, user_id: str, kind: str, change: MemoryChange, message: str) -> dict[str, Any]:
@@ -132,7 +137,10 @@ def _commit(store: BaseStore, user_id: str, kind: str, change: MemoryChange, mes
     if change.after is not None and (problem := document_problem(kind, change.key, change.after)):
         raise PageError(422, f"The {KIND_NAMES[kind]} was not saved: {problem}.")
     context = ChangeContext(thread_id="", message=message, seed=f"memory-page/{uuid.uuid4()}")
-    saved, secrets = commit_changes(store, user_id, kind, [change], context)
+    try:
+        saved, secrets = commit_changes(store, user_id, kind, [change], context)
+    except ConflictError:
+        raise _changed_since_shown(kind) from None
     return {"saved": bool(saved), "value": saved[0].after if saved else change.before, "secrets": sorted(secrets)}
 
 
