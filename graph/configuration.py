@@ -13,7 +13,9 @@ if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
 DEFAULT_ROLE = "You are a helpful chatbot."
-AUTH_USER_KEY = "langgraph_auth_user_id"
+# The caller the API server authenticated: both langgraph-api and Aegra set it and never take it from a client
+# (Aegra passes a client's `langgraph_auth_user_id` through, so that key is not trusted).
+AUTH_USER_KEY = "langgraph_auth_user"
 # With auth on, the operator owns cost and behaviour: a client may set only these.
 CLIENT_SETTINGS = ("user_id", "timezone")
 
@@ -74,14 +76,13 @@ class Configuration:
     def from_runnable_config(cls, config: RunnableConfig | None = None) -> Configuration:
         """Build the settings from a run's config, ignoring unknown and empty values.
 
-        On an API server with auth on, the user is the authenticated one (`langgraph_auth_user_id`, set by the
-        server after it drops that key from client input), whatever `user_id` the client sent, and a client
+        On an API server with auth on, the user is the authenticated one (the identity of `langgraph_auth_user`,
+        which the server sets over any client value), whatever `user_id` the client sent, and a client
         may set only `CLIENT_SETTINGS`: the rest are the operator's. Numbers are clamped to their bounds and a
         time zone must exist, whoever sets them (a bad one raises `ValueError` with one sentence).
         """
         configurable = (config or {}).get("configurable") or {}
-        authenticated = configurable.get(AUTH_USER_KEY)
-        authenticated = authenticated.strip() if isinstance(authenticated, str) else ""
+        authenticated = _identity(configurable.get(AUTH_USER_KEY))
         allowed = [f for f in fields(cls) if not authenticated or f.name in CLIENT_SETTINGS]
         values = {
             f.name: _checked(f, configurable[f.name]) for f in allowed if configurable.get(f.name) not in (None, "")
@@ -104,6 +105,12 @@ class Configuration:
         """The current date and time for prompts, e.g. `2026-11-29T14:05+08:00 (Sunday, CST)`."""
         now = self.now()
         return f"{now.isoformat(timespec='minutes')} ({now:%A}, {now.tzname()})"
+
+
+def _identity(user: Any) -> str:
+    """The identity of the server's authenticated user (a dict or a user object), "" for none or anonymous."""
+    identity = user.get("identity") if isinstance(user, dict) else getattr(user, "identity", "")
+    return identity.strip() if isinstance(identity, str) else ""
 
 
 def _checked(setting: Field, value: Any) -> Any:

@@ -1,12 +1,10 @@
 """Shared fixtures: a scripted model and the durable graph on a temporary data directory."""
 
-import itertools
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from graph import build_graph, close_graph
@@ -14,8 +12,6 @@ from graph.app.scripted_model import ScriptedChatModel
 from tests.support import postgres_server
 from tests.support.openai_stub import OpenAIStub
 from tests.support.stub_script import Script
-
-_database_numbers = itertools.count()
 
 
 @pytest.fixture(autouse=True)
@@ -64,10 +60,7 @@ def postgres_url():
 @pytest.fixture
 def fresh_database(postgres_url: str) -> str:
     """The URL of a new, empty database on the test server."""
-    name = f"maistro_test_{os.getpid()}_{next(_database_numbers)}"
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return postgres_url.rsplit("/", 1)[0] + f"/{name}"
+    return postgres_server.create_database(postgres_url)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

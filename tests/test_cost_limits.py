@@ -18,7 +18,7 @@ def settings(**configurable) -> Configuration:
 
 def test_with_auth_a_client_sets_only_the_time_zone(monkeypatch):
     monkeypatch.setenv("MAISTRO_MODEL", "operator-model")
-    chosen = settings(**GREEDY, **{AUTH_USER_KEY: "alice"})
+    chosen = settings(**GREEDY, **{AUTH_USER_KEY: {"identity": "alice"}})
     assert (chosen.model, chosen.role, chosen.max_memory_rounds, chosen.todo_prompt_limit) == (
         "operator-model",
         Configuration().role,

@@ -2,7 +2,7 @@
 every change follows: the document must fit its memory's schema, secrets are redacted, and the change is
 recorded in the user's history in the same batch, so it can be undone.
 
-The auth handler's store rule (`graph.server.auth.own_memories`) calls `check_api_write` before the server
+The auth handler's store rule (`graph.server.auth.own_memories`) calls `check_api_write` with the namespace it allows before the server
 performs the request. It commits the change with its history entry through the server's own store
 (`graph.memory.changes.commit_changes`, as the memory page does) and hands the request on with the document as
 saved, so the server's own write that follows stores the same document again and records nothing. A request
@@ -13,6 +13,7 @@ same race as between any two store API writes.)
 """
 
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langgraph.store.base import BaseStore
@@ -45,14 +46,17 @@ def _commit(store: BaseStore, user_id: str, kind: str, key: str, document: dict 
     return saved[0].after if saved else before
 
 
-async def check_api_write(action: str, request: dict[str, Any]) -> None:
-    """Check and record a store API `put` or `delete` of a memory document (`request`: the handler's payload).
+async def check_api_write(
+    action: str, request: dict[str, Any], allowed: tuple[str, ...], server_store: Callable[[], Awaitable[BaseStore]]
+) -> None:
+    """Check and record a store API `put` or `delete` of a memory document in the namespace `allowed` (`request`: the
+    handler's payload; `server_store`: how to reach the server's own store, asked only for a memory write).
 
     A document that does not fit its schema, or a memory namespace other than `(kind, user label)`, is refused
     with HTTP 422 and one sentence; otherwise the change is committed with its history entry on the server's
     store, and `request["value"]` becomes the document as saved (secrets redacted).
     """
-    ns = tuple(request.get("namespace") or ())
+    ns = tuple(allowed)
     if action not in ("put", "delete") or not ns or ns[0] not in CHECKED_KINDS:
         return
     kind, name = ns[0], KIND_NAMES[ns[0]]
@@ -62,9 +66,7 @@ async def check_api_write(action: str, request: dict[str, Any]) -> None:
     document = request.get("value") if action == "put" else None
     if action == "put" and (problem := document_problem(kind, key, document)):
         raise _unprocessable(f"The {name} was not saved: {problem}.")
-    from langgraph_api.store import get_store
-
-    store = await get_store()
+    store = await server_store()
     saved = await run_in_threadpool(_commit, store, user_from_label(ns[1]), kind, key, document)
     if action == "put":
         request["value"] = saved

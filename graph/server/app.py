@@ -6,10 +6,9 @@ in `static/`, whose JSON endpoints (`graph.server.memory_api`) authenticate each
 The server guard (`graph.server.guard`) stands in front of every route, the server's own included.
 """
 
-import json
 from pathlib import Path
 
-from starlette.applications import Starlette
+from fastapi import FastAPI
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, RedirectResponse
@@ -19,6 +18,7 @@ from starlette.staticfiles import StaticFiles
 from graph.server import memory_api
 from graph.server.auth import auth_enabled
 from graph.server.guard import ServerGuard
+from graph.server.platform import server_info
 
 STATIC = Path(__file__).with_name("static")
 # The page loads only its own files and talks only to its own server; no other site may frame it.
@@ -33,9 +33,7 @@ PAGE_HEADERS = {
 
 async def info(request: Request) -> JSONResponse:
     """The server's `/info`, with the `crons` flag false while auth refuses crons."""
-    from langgraph_api.api.meta import meta_info
-
-    served = json.loads((await meta_info(request)).body)
+    served = await server_info(request)
     served.setdefault("flags", {})["crons"] = served.get("flags", {}).get("crons", True) and not auth_enabled()
     return JSONResponse(served)
 
@@ -50,7 +48,11 @@ async def memory_page_slash(request: Request) -> RedirectResponse:
     return RedirectResponse("../memories")
 
 
-app = Starlette(
+# FastAPI (a Starlette app with OpenAPI) because Aegra mounts only FastAPI apps; langgraph-api takes either.
+app = FastAPI(
+    openapi_url=None,
+    docs_url=None,
+    redoc_url=None,
     routes=[
         Route("/info", info, methods=["GET"]),
         Route("/memories", memory_page, methods=["GET"]),
@@ -58,6 +60,6 @@ app = Starlette(
         Mount("/memories/static", StaticFiles(directory=STATIC), name="memory-page-files"),
         *memory_api.routes,
     ],
-    # The API server applies the custom app's middleware to every route it answers, its own included.
+    # Both servers apply the custom app's middleware to every route they answer, their own included.
     middleware=[Middleware(ServerGuard)],
 )

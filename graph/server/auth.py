@@ -10,8 +10,9 @@ With tokens, a request without a valid `Authorization: Bearer <token>` (or `X-Ap
 Agent Chat UI and the SDKs' `api_key=` send) gets 401, and every resource is
 owned: threads (and the runs on them) and assistants carry their owner in their metadata and are filtered
 by it; store namespaces must have the caller's `user_label` as their second label (`("todo", label)`);
-crons and anything else are refused. The server hands the identity to the graph as
-`config["configurable"]["langgraph_auth_user_id"]`, which `Configuration` prefers to any client `user_id`.
+crons and anything else are refused. The server hands the caller to the graph as
+`config["configurable"]["langgraph_auth_user"]`, whose identity `Configuration` prefers to any client `user_id`.
+Where langgraph-api and Aegra call these rules differently, `graph.server.platform` says how.
 Whether auth is on or not, store values, run inputs and store search limits are bounded (HTTP 413, clamps).
 
 To use an identity provider, make `identify` verify its tokens (a JWT, say) and `auth_enabled` return True.
@@ -25,11 +26,13 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graph.memory.store import InvalidUserIdError, check_user_id, user_label
 from graph.server.limits import MAX_RUN_INPUT_BYTES, MAX_SEARCH_LIMIT, MAX_STORE_VALUE_BYTES, json_size
+from graph.server.platform import header_text, run_input, server_store, store_request_namespace, store_rule_result
 from graph.settings import Settings, current_settings
 
 if TYPE_CHECKING:
@@ -40,7 +43,7 @@ TOKENS_FILE_VARIABLE = "MAISTRO_AUTH_TOKENS_FILE"
 OWNER = "owner"
 SYSTEM_ASSISTANT = {"created_by": "system"}
 ANONYMOUS = ""
-API_KEY_HEADER = b"x-api-key"
+API_KEY_HEADER = "x-api-key"
 # A token is a password for a whole user: long enough that guessing one is hopeless behind the 429s.
 MIN_TOKEN_CHARACTERS = 16
 logger = logging.getLogger(__name__)
@@ -136,28 +139,33 @@ def _too_large(what: str, size: int, limit: int) -> Exception:
     return HTTPException(status_code=413, detail=f"{what} is {size:,} bytes; the limit is {limit:,} bytes")
 
 
-def presented_token(authorization: str | None, headers: dict[bytes, bytes] | None) -> str:
+def presented_token(headers: Mapping | None) -> str:
     """The token a request presents: `Authorization: Bearer <token>`, else `X-Api-Key: <token>` ("" if none).
 
     Agent Chat UI and the SDKs' `api_key=` / LANGGRAPH_API_KEY send `X-Api-Key`.
     """
-    scheme, _, token = (authorization or "").strip().partition(" ")
+    scheme, _, token = header_text(headers, "authorization").strip().partition(" ")
     if scheme.lower() == "bearer" and token.strip():
         return token.strip()
-    return (headers or {}).get(API_KEY_HEADER, b"").decode(errors="replace").strip()
+    return header_text(headers, API_KEY_HEADER).strip()
 
 
-async def authenticate(authorization: str | None, headers: dict[bytes, bytes] | None) -> str:
-    """The caller's user id from their token (Bearer or X-Api-Key); 401 without a valid one (when auth is on)."""
+async def authenticate(headers: Mapping | None) -> dict[str, str]:
+    """The caller as `{"identity": user id, "user_label": store label}`, from their token (Bearer or X-Api-Key);
+    401 without a valid one (when auth is on).
+
+    One parameter named `headers`, and a dict back: langgraph-api passes the headers by that name, Aegra
+    positionally, and Aegra takes only a dict. Aegra's `store.scopes` (aegra.json) read `user_label`.
+    """
     if not auth_enabled():
-        return ANONYMOUS
-    token = presented_token(authorization, headers)
+        return {"identity": ANONYMOUS}
+    token = presented_token(headers)
     if not token:
         raise _unauthorized("Send Authorization: Bearer <token> or X-Api-Key: <token>")
     user_id = identify(token)
     if not user_id or not user_id.strip():
         raise _unauthorized("Unknown or expired token")
-    return user_id
+    return {"identity": user_id, "user_label": user_label(user_id)}
 
 
 def _stamp_owner(value: dict, owner: str) -> None:
@@ -171,7 +179,7 @@ def _stamp_owner(value: dict, owner: str) -> None:
 async def own_threads(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.FilterType | None:
     """Threads and the runs on them: new ones are stamped with their owner; every access is filtered by it."""
     if ctx.action == "create_run":
-        size = json_size((value.get("kwargs") or {}).get("input"))
+        size = json_size(run_input(value))
         if size > MAX_RUN_INPUT_BYTES:
             raise _too_large("The run's input", size, MAX_RUN_INPUT_BYTES)
     if not auth_enabled():
@@ -231,15 +239,19 @@ def _as_int(value: Any, fallback: int) -> int:
         return fallback
 
 
-async def own_memories(ctx: Auth.types.AuthContext, value: dict) -> None:
+async def own_memories(ctx: Auth.types.AuthContext, value: dict) -> dict | None:
     """Store: sizes bounded; with auth on, only namespaces whose second label is the caller's `user_label`
     (prefixes are narrowed to them); memory writes checked and recorded (`graph.memory.api_writes`)."""
     from graph.memory.api_writes import check_api_write
 
     bound_store_request(ctx.action, value)
+    namespace = store_request_namespace(ctx.action, value)
     if auth_enabled():
-        value["namespace"] = scoped_namespace(ctx.action, value.get("namespace"), user_label(ctx.user.identity))
-    await check_api_write(ctx.action, value)
+        namespace = scoped_namespace(ctx.action, namespace, user_label(ctx.user.identity))
+    elif not namespace:
+        return None
+    await check_api_write(ctx.action, value, namespace, server_store)
+    return store_rule_result(ctx.action, value, namespace)
 
 
 async def refuse_the_rest(ctx: Auth.types.AuthContext, value: dict) -> bool | None:

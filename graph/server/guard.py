@@ -10,8 +10,8 @@ wrote live. In order, for each HTTP request:
 2. **Host.** On an open server (no tokens), and wherever MAISTRO_ALLOWED_HOSTS is set, a `Host` that is
    neither loopback nor listed is refused (DNS rebinding turns a foreign site into "same origin").
 3. **Routes, deny by default.** `/docs` is off (it runs a script from a public CDN on this origin). With
-   tokens, only `/`, `/ok` and the memory page's files answer without a token; development routes that act
-   on every user's data (`/internal/...`, `/deploy`, `/metrics`) are refused even with one; every other
+   tokens, only `/`, the health checks (`/ok`; Aegra's `/health`, `/ready`, `/live`) and the memory page's
+   files answer without a token; development routes that act on every user's data (`/internal/...`, `/deploy`, `/metrics`) are refused even with one; every other
    route, including any a later server version adds, needs a valid token (401), and a client address that
    presented MAISTRO_MAX_FAILED_LOGINS wrong tokens within `FAILED_LOGIN_WINDOW_SECONDS` gets 429 for every
    request until the window has passed (a right guess must look no different from a wrong one).
@@ -32,10 +32,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from graph.server.auth import auth_enabled, identify, presented_token
 from graph.server.limits import MAX_REQUEST_BYTES, RequestRefused, check_body, check_query
+from graph.server.platform import HEALTH_PATHS
 from graph.settings import current_settings
 
-# Health checks, and the memory page with the one endpoint telling it whether to ask for a token.
-PUBLIC_PATHS = ("/", "/ok", "/memories", "/memories/", "/memories/api/session")
+# Health checks (each server's own), and the memory page with the one endpoint telling it whether to ask for a token.
+PUBLIC_PATHS = ("/", *(path for paths in HEALTH_PATHS.values() for path in paths), "/memories", "/memories/", "/memories/api/session")
 PUBLIC_PREFIXES = ("/memories/static/",)
 EVERY_USER_PREFIXES = ("/internal", "/deploy", "/metrics")
 DOCS_PATHS = ("/docs", "/docs/")
@@ -195,8 +196,7 @@ class ServerGuard:
         client = (scope.get("client") or ("unknown", 0))[0]
         if wait := self.failed_logins.retry_after(client):
             raise _RateLimited(wait)
-        headers = {name: value for name, value in scope["headers"]}
-        token = presented_token(headers.get(b"authorization", b"").decode(errors="replace"), headers)
+        token = presented_token(dict(scope["headers"]))
         if not token:
             raise _Unauthorized("Send Authorization: Bearer <token> or X-Api-Key: <token>.")
         if not identify(token):

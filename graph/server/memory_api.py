@@ -35,6 +35,7 @@ from graph.server.memory_page import (
     search_todos,
     undo,
 )
+from graph.server.platform import server_store
 from graph.settings import current_settings
 
 # A request body holds a document and the version it was edited from: room for two store values.
@@ -50,7 +51,7 @@ async def caller(request: Request) -> str:
     from langgraph_sdk.auth.exceptions import HTTPException
 
     try:
-        user_id = await authenticate(request.headers.get("authorization"), dict(request.headers.raw))
+        user_id = (await authenticate(request.headers))["identity"]
     except HTTPException as error:
         raise PageError(error.status_code, f"{error.detail}.", dict(error.headers or {})) from None
     if not auth_enabled():
@@ -92,12 +93,10 @@ def endpoint(work: Work) -> Callable[[Request], Awaitable[Response]]:
     """A route handler: find the caller, read the body, run `work(store, user_id, request, body)` in a thread."""
 
     async def handle(request: Request) -> Response:
-        from langgraph_api.store import get_store
-
         try:
             user_id = await caller(request)
             body = await json_body(request) if request.method in ("PUT", "PATCH") else {}
-            result = await run_in_threadpool(work, await get_store(), user_id, request, body)
+            result = await run_in_threadpool(work, await server_store(), user_id, request, body)
         except PageError as error:
             return JSONResponse({"detail": error.detail}, error.status, headers={**PRIVATE, **error.headers})
         if isinstance(result, Response):

@@ -24,7 +24,8 @@ from graph.memory.store import INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_
 from graph.server import auth as server_auth
 from graph.server.limits import MAX_STORE_VALUE_BYTES
 from graph.settings import Settings
-from tests.support.langgraph_server import GRAPH_ID, langgraph_dev, new_thread, offline_environment, play
+from tests.support.aegra_server import HEALTH, SERVER_KINDS, api_server
+from tests.support.langgraph_server import GRAPH_ID, new_thread, offline_environment, play
 from tests.support.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply
 from tests.support.stub_script import Script, update
 
@@ -32,7 +33,8 @@ ALICE = "alice"
 BOB = "bob.smith@example.com"
 CAROL = "carol"
 TOKENS = {ALICE: "alice-3f9c1e-auth-token", BOB: "bob-7d21aa-auth-token", CAROL: "carol-55aa0b-auth-token"}
-BLOCKED_STATUSES = {403, 404, 409, 422}
+# 405: a route the server does not have (Aegra has no `POST /threads/count`).
+BLOCKED_STATUSES = {403, 404, 405, 409, 422}
 BOB_TASKS = ["Renew Bob's passport", "Water Bob's ferns"]
 BOB_PROFILE = {"name": "Robert Smith", "location": "Boston"}
 BOB_INSTRUCTIONS = {"memory": "Bob wants every ToDo to name a hardware store."}
@@ -97,15 +99,29 @@ def test_a_token_setting_that_names_no_valid_token_stops_the_server(tmp_path, li
         server_auth.load_tokens(Settings.from_environ(environ))
 
 
+def caller_of(*headers: dict) -> str:
+    """Who `authenticate` says the caller is, for each server's form of the same headers (they must agree)."""
+    users = {asyncio.run(server_auth.authenticate(form))["identity"] for form in headers}
+    assert len(users) == 1, users
+    return users.pop()
+
+
+def both_forms(**headers: str) -> tuple[dict, dict]:
+    """Request headers as langgraph-api hands them to the auth handler (bytes) and as Aegra does (text)."""
+    return {name.encode(): value.encode() for name, value in headers.items()}, dict(headers)
+
+
 def test_authenticate_maps_a_bearer_token_to_its_user_and_refuses_the_rest(monkeypatch):
     monkeypatch.setattr(server_auth, "TOKENS", {"tok-a": ALICE})
 
-    assert asyncio.run(server_auth.authenticate("Bearer tok-a", {})) == ALICE
-    assert asyncio.run(server_auth.authenticate("bearer  tok-a ", {})) == ALICE
+    assert caller_of(*both_forms(authorization="Bearer tok-a")) == ALICE
+    assert caller_of(*both_forms(authorization="bearer  tok-a ")) == ALICE
+    assert asyncio.run(server_auth.authenticate({"authorization": "Bearer tok-a"}))["user_label"] == user_label(ALICE)
     for header in (None, "", "Bearer", "Bearer tok-b", "Basic tok-a", "tok-a", "Bearer tok-a2"):
-        with pytest.raises(Auth.exceptions.HTTPException) as refused:
-            asyncio.run(server_auth.authenticate(header, {}))
-        assert refused.value.status_code == 401, header
+        for form in both_forms(**({"authorization": header} if header is not None else {})):
+            with pytest.raises(Auth.exceptions.HTTPException) as refused:
+                asyncio.run(server_auth.authenticate(form))
+            assert refused.value.status_code == 401, header
 
 
 def test_a_misspelt_auth_variable_stops_the_server_instead_of_running_open():
@@ -115,11 +131,12 @@ def test_a_misspelt_auth_variable_stops_the_server_instead_of_running_open():
 
 def test_the_token_may_come_as_x_api_key(monkeypatch):
     monkeypatch.setattr(server_auth, "TOKENS", {"tok-a": ALICE})
-    assert asyncio.run(server_auth.authenticate(None, {b"x-api-key": b" tok-a "})) == ALICE
-    assert asyncio.run(server_auth.authenticate("Bearer tok-a", {b"x-api-key": b"wrong"})) == ALICE
-    with pytest.raises(Auth.exceptions.HTTPException) as refused:
-        asyncio.run(server_auth.authenticate(None, {b"x-api-key": b"tok-b"}))
-    assert refused.value.status_code == 401
+    assert caller_of(*both_forms(**{"x-api-key": " tok-a "})) == ALICE
+    assert caller_of(*both_forms(authorization="Bearer tok-a", **{"x-api-key": "wrong"})) == ALICE
+    for form in both_forms(**{"x-api-key": "tok-b"}):
+        with pytest.raises(Auth.exceptions.HTTPException) as refused:
+            asyncio.run(server_auth.authenticate(form))
+        assert refused.value.status_code == 401
 
 
 def test_store_values_are_bounded_and_search_limits_clamped():
@@ -136,7 +153,7 @@ def test_store_values_are_bounded_and_search_limits_clamped():
 def test_without_tokens_auth_is_off_and_everyone_is_anonymous(monkeypatch):
     monkeypatch.setattr(server_auth, "TOKENS", {})
     assert not server_auth.auth_enabled()
-    assert asyncio.run(server_auth.authenticate(None, {})) == server_auth.ANONYMOUS
+    assert caller_of({}, None) == server_auth.ANONYMOUS
     value = {"metadata": {}}
     creating = SimpleNamespace(action="create", user=SimpleNamespace(identity=server_auth.ANONYMOUS))
     assert asyncio.run(server_auth.own_threads(creating, value)) is None and value == {"metadata": {}}
@@ -154,13 +171,18 @@ def test_the_authenticated_user_wins_over_any_client_user_id(monkeypatch):
     def resolved(**configurable) -> str:
         return Configuration.from_runnable_config({"configurable": configurable}).resolved_user_id
 
-    assert resolved(user_id=BOB, langgraph_auth_user_id=ALICE) == ALICE
-    assert resolved(user_id="", default_user_id=BOB, langgraph_auth_user_id=ALICE) == ALICE
-    assert resolved(langgraph_auth_user_id=BOB) == BOB
-    assert resolved(user_id=BOB, langgraph_auth_user_id="") == BOB, "an open server sends an empty identity"
-    assert resolved(user_id=BOB, langgraph_auth_user_id=None) == BOB
-    assert resolved(langgraph_auth_user_id="  ") == "fallback"
+    def caller(identity: str) -> dict:
+        return {"langgraph_auth_user": {"identity": identity}}
+
+    assert resolved(user_id=BOB, **caller(ALICE)) == ALICE
+    assert resolved(user_id="", default_user_id=BOB, **caller(ALICE)) == ALICE
+    assert resolved(**caller(BOB)) == BOB
+    assert resolved(user_id=BOB, langgraph_auth_user=SimpleNamespace(identity=ALICE)) == ALICE, "a user object"
+    assert resolved(user_id=BOB, **caller("")) == BOB, "an open server sends an empty identity"
+    assert resolved(user_id=BOB, langgraph_auth_user=None) == BOB
+    assert resolved(**caller("  ")) == "fallback"
     assert resolved() == "fallback"
+    assert resolved(user_id=BOB, langgraph_auth_user_id=ALICE) == BOB, "Aegra passes this key on from the client"
 
 
 def test_store_namespaces_are_scoped_to_the_callers_label():
@@ -185,10 +207,16 @@ def test_store_namespaces_are_scoped_to_the_callers_label():
 # The server.
 
 
+@pytest.fixture(scope="module", params=SERVER_KINDS)
+def server_kind(request: pytest.FixtureRequest) -> str:
+    """Which server the module's server tests run on: each runs on `langgraph dev` and on Aegra."""
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def server(stub: OpenAIStub, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def server(server_kind: str, stub: OpenAIStub, tmp_path_factory: pytest.TempPathFactory, postgres_url: str) -> Iterator[str]:
     """The module's server with auth on: alice's token in the variable, bob's and carol's in the file."""
-    scratch = tmp_path_factory.mktemp("langgraph-dev-auth")
+    scratch = tmp_path_factory.mktemp(f"{server_kind}-auth")
     token_file = scratch / "tokens.json"
     token_file.write_text(json.dumps({TOKENS[BOB]: BOB, TOKENS[CAROL]: CAROL}))
     env = offline_environment(
@@ -200,7 +228,7 @@ def server(stub: OpenAIStub, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         # This module sends dozens of wrong tokens on purpose; test_lockdown.py checks the 429 itself.
         MAISTRO_MAX_FAILED_LOGINS="1000",
     )
-    with langgraph_dev(scratch, env) as url:
+    with api_server(server_kind, scratch, env, postgres_url) as url:
         yield url
 
 
@@ -260,7 +288,7 @@ def bobs_data(clients: dict[str, SyncLangGraphClient], script: Script) -> BobsDa
     return BobsData(thread_ids, run_ids, assistant_id, snapshot(bob, thread_ids, assistant_id))
 
 
-def test_requests_without_a_valid_token_get_401(server):
+def test_requests_without_a_valid_token_get_401(server, server_kind):
     callers = {
         "no token": bearer(server),
         "unknown token": bearer(server, "not-a-token"),
@@ -284,7 +312,8 @@ def test_requests_without_a_valid_token_get_401(server):
             statuses[caller, name] = refused.value.response.status_code
 
     assert set(statuses.values()) == {401}, statuses
-    with urllib.request.urlopen(f"{server}/ok", timeout=5) as health:
+    health_path = HEALTH if server_kind == "aegra" else "/ok"
+    with urllib.request.urlopen(f"{server}{health_path}", timeout=5) as health:
         assert health.status == 200, "the health check stays open"
 
 
@@ -313,6 +342,9 @@ def test_a_client_supplied_user_id_is_ignored(clients, script, bobs_data):
         "config user_id": {"config": {"configurable": {"user_id": BOB}}},
         "config default_user_id": {"config": {"configurable": {"user_id": "", "default_user_id": BOB}}},
         "context user_id": {"context": {"user_id": BOB}},
+        "config auth user id": {"config": {"configurable": {"user_id": BOB, "langgraph_auth_user_id": BOB}}},
+        "config auth user": {"config": {"configurable": {"langgraph_auth_user": {"identity": BOB}}}},
+        "context auth user": {"context": {"langgraph_auth_user": {"identity": BOB}, "langgraph_auth_user_id": BOB}},
         "assistant context": {"assistant_id": bobs_assistant_copy},
     }
     for way, run in spoofs.items():
@@ -380,11 +412,14 @@ class Attempts:
     def target(self, name: str, call: Callable[[], object]) -> None:
         """An operation on the other user's thread, run, assistant or namespace: any success is a leak.
 
-        A stream that answers only with error events counts as refused.
+        A stream that answers only with error events counts as refused, and so does an answer that reached
+        nothing: an empty list, or counts that are all zero (Aegra filters another user's runs out of a
+        listing, and prunes none of their threads, where langgraph-api answers 404).
         """
         succeeded, result = self._call(name, call)
         refused_stream = isinstance(result, list) and result and all(getattr(p, "event", "") == "error" for p in result)
-        if succeeded and not refused_stream:
+        reached_nothing = result == [] or (isinstance(result, dict) and result and set(result.values()) == {0})
+        if succeeded and not refused_stream and not reached_nothing:
             self.leaks.append(f"{name} succeeded: {json.dumps(result, default=str)[:200]}")
 
     def listing(self, name: str, call: Callable[[], object], leaked: Callable[[object], bool] | None = None) -> None:
@@ -481,7 +516,7 @@ def test_no_user_reaches_another_users_threads_runs_assistants_or_memories(clien
         results[attacker] = attempts
 
     assert sum(attempts.count for attempts in results.values()) >= 100
-    assert [leak for attempts in results.values() for leak in attempts.leaks] == []
+    assert [leak for attempts in results.values() for leak in attempts.leaks] == [], "\n".join(leak for attempts in results.values() for leak in attempts.leaks)
     assert [error for attempts in results.values() for error in attempts.unexpected] == []
     assert snapshot(bob, bobs_data.thread_ids, bobs_data.assistant_id) == bobs_data.before
     assert bob.assistants.get(system["assistant_id"]) == system

@@ -43,16 +43,18 @@ def langgraph_executable() -> str:
     return found
 
 
-def scratch_config(directory: Path) -> Path:
-    """The project's langgraph.json, runnable from `directory`: paths made absolute, `env` read from there."""
-    spec = json.loads((ROOT / "langgraph.json").read_text())
+def scratch_config(directory: Path, name: str = "langgraph.json") -> Path:
+    """The project's server config (`name`), runnable from `directory`: paths made absolute, `env` read from there."""
+    spec = json.loads((ROOT / name).read_text())
     spec["dependencies"] = [str((ROOT / dependency).resolve()) for dependency in spec["dependencies"]]
     spec["graphs"] = {graph_id: {**graph, "path": str(ROOT / graph["path"])} for graph_id, graph in spec["graphs"].items()}
-    spec["store"]["index"]["embed"] = str(ROOT / spec["store"]["index"]["embed"])
+    index = spec["store"].get("index") or {}
+    if ".py:" in index.get("embed", ""):
+        index["embed"] = str(ROOT / index["embed"])
     spec["auth"]["path"] = str(ROOT / spec["auth"]["path"])
     spec["http"]["app"] = str(ROOT / spec["http"]["app"])
     spec["env"] = str(directory / spec["env"])
-    path = directory / "langgraph.json"
+    path = directory / name
     path.write_text(json.dumps(spec))
     return path
 
@@ -75,20 +77,20 @@ def log_tail(log: Path) -> str:
     return log.read_text(errors="replace")[-LOG_TAIL_CHARS:] if log.exists() else "(no log)"
 
 
-def wait_until_ready(process: subprocess.Popen, url: str, log: Path) -> None:
-    """Poll `/ok` until the server answers; fail with the log tail if it exits or takes too long."""
+def wait_until_ready(process: subprocess.Popen, url: str, log: Path, health: str = "/ok") -> None:
+    """Poll the health check until the server answers; fail with the log tail if it exits or takes too long."""
     deadline = time.monotonic() + STARTUP_SECONDS
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            pytest.fail(f"langgraph dev exited with code {process.returncode}:\n{log_tail(log)}")
+            pytest.fail(f"the server exited with code {process.returncode}:\n{log_tail(log)}")
         try:
-            with urllib.request.urlopen(f"{url}/ok", timeout=2) as response:
+            with urllib.request.urlopen(f"{url}{health}", timeout=2) as response:
                 if response.status == 200:
                     return
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             pass
         time.sleep(0.2)
-    pytest.fail(f"langgraph dev did not answer {url}/ok within {STARTUP_SECONDS} s:\n{log_tail(log)}")
+    pytest.fail(f"the server did not answer {url}{health} within {STARTUP_SECONDS} s:\n{log_tail(log)}")
 
 
 def stop(process: subprocess.Popen) -> None:

@@ -7,6 +7,7 @@ system user `pgserver`, created if missing.
 """
 
 import importlib.util
+import itertools
 import os
 import pwd
 import shutil
@@ -14,11 +15,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psycopg
+
 from tests.support.helpers import free_port
 
 # Located without importing pgserver, whose import warns about XDG_RUNTIME_DIR.
 BIN = Path(importlib.util.find_spec("pgserver").submodule_search_locations[0]) / "pginstall" / "bin"
 SYSTEM_USER = "pgserver"
+_database_numbers = itertools.count()
 
 
 def _ensure_system_user() -> None:
@@ -70,6 +74,14 @@ def start(directory: Path) -> str:
         capture_output=True,
     )
     return f"postgresql://postgres@127.0.0.1:{port}/postgres"
+
+
+def create_database(server_url: str) -> str:
+    """Create a new, empty database on the server at `server_url` and return its URL."""
+    name = f"maistro_test_{os.getpid()}_{next(_database_numbers)}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return server_url.rsplit("/", 1)[0] + f"/{name}"
 
 
 def stop(directory: Path) -> None:

@@ -1,0 +1,91 @@
+"""Where the two API servers the project runs on differ: langgraph-api (`langgraph dev`, LangGraph Platform) and
+Aegra (`aegra serve`). Everything else in `graph.server` is written once and asks this module.
+
+- The server: Aegra's package is `aegra_api`, imported before it loads `langgraph.json`'s files; langgraph-api
+  otherwise.
+- Headers: langgraph-api hands the auth handler the ASGI headers (`{b"name": b"value"}`); Aegra calls it with
+  `{"name": "value"}`. `header_text` reads either.
+- Store requests: langgraph-api names the namespace (or prefix) `namespace` in every action and reads the handler's
+  changes from the request it passed; Aegra names a search's prefix `namespace_prefix` and list_namespaces'
+  `prefix`, and takes changes only from a returned dict (`store_request_namespace`, `store_rule_result`). Aegra also
+  files every SDK namespace under `("users", identity, ...)` unless `store.scopes` in aegra.json names its first
+  label: aegra.json maps each memory kind to the `user_label` the auth handler returns, so that the SDK reaches
+  exactly the namespaces the graph writes.
+- Run requests: langgraph-api passes the run's input under `kwargs`; Aegra passes the request body itself.
+- The store, and `/info`: each server's own, from its own module.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from langgraph.store.base import BaseStore
+
+AEGRA = "aegra"
+LANGGRAPH_API = "langgraph-api"
+# The store request field that holds the namespace, per action, where Aegra's name differs from "namespace".
+AEGRA_NAMESPACE_FIELDS = {"search": "namespace_prefix", "list_namespaces": "prefix"}
+# The unauthenticated health checks each server answers.
+HEALTH_PATHS = {LANGGRAPH_API: ("/ok",), AEGRA: ("/health", "/ready", "/live")}
+
+
+def server_kind() -> str:
+    """Which API server this process runs in: `AEGRA` or `LANGGRAPH_API`."""
+    return AEGRA if "aegra_api" in sys.modules else LANGGRAPH_API
+
+
+def header_text(headers: dict | None, name: str) -> str:
+    """One request header's value as text ("" if absent), from langgraph-api's bytes or Aegra's str headers."""
+    for key, value in (headers or {}).items():
+        key = key.decode("latin-1") if isinstance(key, bytes) else key
+        if key.lower() == name:
+            return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+    return ""
+
+
+def store_request_namespace(action: str, value: dict) -> tuple[str, ...]:
+    """The namespace (get/put/delete) or prefix (search/list_namespaces) a store request names."""
+    field = AEGRA_NAMESPACE_FIELDS.get(action, "namespace") if server_kind() == AEGRA else "namespace"
+    return tuple(value.get(field) or ())
+
+
+def store_rule_result(action: str, value: dict, namespace: tuple[str, ...]) -> dict | None:
+    """Make a store request use `namespace` (and a put the `value` the rules left in it): written into the
+    request (langgraph-api) or returned (Aegra)."""
+    if server_kind() == AEGRA:
+        changes = {AEGRA_NAMESPACE_FIELDS.get(action, "namespace"): list(namespace)}
+        return changes | ({"value": value["value"]} if action == "put" and "value" in value else {})
+    value["namespace"] = namespace
+    return None
+
+
+def run_input(value: dict) -> Any:
+    """The input of a run-creation request as the auth handler sees it."""
+    if server_kind() == AEGRA:
+        return value.get("input")
+    return (value.get("kwargs") or {}).get("input")
+
+
+async def server_store() -> BaseStore:
+    """The server's own store: the one its graphs' runs get."""
+    if server_kind() == AEGRA:
+        from aegra_api.core.database import db_manager
+
+        return db_manager.get_store()
+    from langgraph_api.store import get_store
+
+    return await get_store()
+
+
+async def server_info(request: Any) -> dict[str, Any]:
+    """What the server's own `/info` answers."""
+    if server_kind() == AEGRA:
+        from aegra_api.core.health import info
+
+        return (await info(request)).model_dump()
+    import json
+
+    from langgraph_api.api.meta import meta_info
+
+    return json.loads((await meta_info(request)).body)

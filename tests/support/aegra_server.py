@@ -1,0 +1,107 @@
+"""Real Aegra servers for tests (`aegra serve`, from aegra.json), on a fresh PostgreSQL database, with a Redis.
+
+Aegra needs Python >= 3.12 and lives in its own virtualenv: `$AEGRA_VENV`, else `.aegra-venv` in the project
+folder (`.ci/run` builds it; by hand: `python3.12 -m venv .aegra-venv && .aegra-venv/bin/pip install -e
+".[aegra]"`). The server loads this tree's code (PYTHONPATH) and runs from a scratch folder, as `langgraph dev`
+does in `tests.support.langgraph_server`, with the same offline environment. Several instances on one database
+and one Redis (`redis_server`) are what a deployment behind a load balancer runs.
+"""
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import pytest
+
+from tests.support.helpers import free_port
+from tests.support.langgraph_server import ROOT, langgraph_dev, log_tail, scratch_config, stop, wait_until_ready
+from tests.support.postgres_server import create_database
+
+VENV_VARIABLE = "AEGRA_VENV"
+HEALTH = "/health"
+
+
+def aegra_executable() -> Path:
+    """The `aegra` CLI of the Aegra virtualenv; fails with how to build it when there is none."""
+    venv = Path(os.environ.get(VENV_VARIABLE) or ROOT / ".aegra-venv")
+    executable = venv / "bin" / "aegra"
+    if not executable.exists():
+        pytest.fail(f'no Aegra virtualenv at {venv}: python3.12 -m venv {venv} && {venv}/bin/pip install -e ".[aegra]"')
+    return executable
+
+
+@contextmanager
+def redis_server(directory: Path) -> Iterator[str]:
+    """Debian's `redis-server` on a free loopback port, nothing saved to disk; yield its URL."""
+    port = free_port()
+    log = directory / f"redis-{port}.log"
+    command = ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
+               "--dir", str(directory), "--logfile", str(log)]
+    process = subprocess.Popen(command, start_new_session=True)
+    try:
+        for _ in range(100):
+            if process.poll() is not None:
+                pytest.fail(f"redis-server exited with code {process.returncode}:\n{log_tail(log)}")
+            if subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True).stdout.strip() == "PONG":
+                break
+            time.sleep(0.1)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        stop(process)
+
+
+def start_aegra(directory: Path, env: dict[str, str], name: str) -> tuple[subprocess.Popen, str, Path]:
+    """Start `aegra serve` on a free port with the scratch copy of aegra.json in `directory`: (process, URL, log)."""
+    config = directory / "aegra.json"
+    if not config.exists():
+        scratch_config(directory, "aegra.json")
+    port = free_port()
+    log = directory / f"{name}.log"
+    command = [str(aegra_executable()), "serve", "--host", "127.0.0.1", "--port", str(port), "--config", str(config)]
+    server_env = {**env, "PYTHONPATH": str(ROOT), "LOG_LEVEL": "WARNING"}
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            command, cwd=directory, env=server_env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    return process, f"http://127.0.0.1:{port}", log
+
+
+@contextmanager
+def aegra_instances(directory: Path, env: dict[str, str], database_url: str, redis_url: str = "",
+                    count: int = 1) -> Iterator[list[str]]:
+    """`count` Aegra instances sharing the database (and the Redis, which more than one needs); yield their URLs.
+
+    The first one runs the migrations before the others start.
+    """
+    assert count == 1 or redis_url, "several instances need a Redis"
+    env = {**env, "DATABASE_URL": database_url}
+    if redis_url:
+        env.update(REDIS_BROKER_ENABLED="true", REDIS_URL=redis_url)
+    with ExitStack() as running:
+        urls = []
+        for number in range(count):
+            process, url, log = start_aegra(directory, env, f"aegra-{number}")
+            running.callback(stop, process)
+            wait_until_ready(process, url, log, HEALTH)
+            urls.append(url)
+        yield urls
+
+
+SERVER_KINDS = ("langgraph-dev", "aegra")
+
+
+@contextmanager
+def api_server(kind: str, directory: Path, env: dict[str, str], postgres_url: str) -> Iterator[str]:
+    """One server of `kind` (`langgraph-dev`, or `aegra` on a fresh database of `postgres_url`); yield its URL.
+
+    Test modules parametrize their server over `SERVER_KINDS`, so that one test checks both servers.
+    """
+    if kind == "aegra":
+        with aegra_instances(directory, env, create_database(postgres_url)) as (url,):
+            yield url
+    else:
+        with langgraph_dev(directory, env) as url:
+            yield url
