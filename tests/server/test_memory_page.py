@@ -18,7 +18,8 @@ from playwright.sync_api import Browser, Page, expect
 from graph.memory.store import HISTORY, INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_KEY, TODO, user_label
 from graph.server.limits import MAX_STORE_VALUE_BYTES
 from graph.server.memory_api import MAX_BODY_BYTES
-from tests.support.langgraph_server import langgraph_dev, new_thread, offline_environment, play, token_server
+from tests.support.aegra_server import SERVER_KINDS, api_server
+from tests.support.langgraph_server import langgraph_dev, new_thread, offline_environment, play, token_environment
 from tests.support.openai_stub import OpenAIStub, text_reply, tool_calls_reply
 from tests.support.stub_script import Script, update
 
@@ -53,11 +54,12 @@ PAGE_SOURCE = "on the memory page"
 expect.set_options(timeout=20_000)
 
 
-@pytest.fixture(scope="module")
-def server(stub: OpenAIStub, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A server with alice's and bob's tokens, its model calls going to the stub."""
-    scratch = tmp_path_factory.mktemp("memory-page")
-    with token_server(scratch, stub, TOKENS) as url:
+@pytest.fixture(scope="module", params=SERVER_KINDS)
+def server(request: pytest.FixtureRequest, stub: OpenAIStub, tmp_path_factory: pytest.TempPathFactory,
+           postgres_url: str) -> Iterator[str]:
+    """A server with alice's and bob's tokens, its model calls going to the stub: `langgraph dev`, then Aegra."""
+    scratch = tmp_path_factory.mktemp(f"memory-page-{request.param}")
+    with api_server(request.param, scratch, token_environment(scratch, stub, TOKENS), postgres_url) as url:
         yield url
 
 

@@ -9,6 +9,7 @@ and one Redis (`redis_server`) are what a deployment behind a load balancer runs
 
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -53,6 +54,22 @@ def redis_server(directory: Path) -> Iterator[str]:
         stop(process)
 
 
+@contextmanager
+def embedding_server(directory: Path) -> Iterator[str]:
+    """The project's embedding server (`graph.backends.embedding_server`) on a free port; yield its URL."""
+    port = free_port()
+    log = directory / f"embeddings-{port}.log"
+    command = [sys.executable, "-m", "graph.backends.embedding_server", "--port", str(port)]
+    with log.open("wb") as output:
+        process = subprocess.Popen(command, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_until_ready(process, url, log, "/")
+        yield url
+    finally:
+        stop(process)
+
+
 def start_aegra(directory: Path, env: dict[str, str], name: str) -> tuple[subprocess.Popen, str, Path]:
     """Start `aegra serve` on a free port with the scratch copy of aegra.json in `directory`: (process, URL, log)."""
     config = directory / "aegra.json"
@@ -72,15 +89,15 @@ def start_aegra(directory: Path, env: dict[str, str], name: str) -> tuple[subpro
 @contextmanager
 def aegra_instances(directory: Path, env: dict[str, str], database_url: str, redis_url: str = "",
                     count: int = 1) -> Iterator[list[str]]:
-    """`count` Aegra instances sharing the database (and the Redis, which more than one needs); yield their URLs.
-
-    The first one runs the migrations before the others start.
+    """`count` Aegra instances sharing the database, the embedding server (aegra.json's `store.index`) and the
+    Redis, which more than one needs; yield their URLs. The first one runs the migrations before the others start.
     """
     assert count == 1 or redis_url, "several instances need a Redis"
     env = {**env, "DATABASE_URL": database_url}
     if redis_url:
         env.update(REDIS_BROKER_ENABLED="true", REDIS_URL=redis_url)
     with ExitStack() as running:
+        env["OLLAMA_HOST"] = running.enter_context(embedding_server(directory))
         urls = []
         for number in range(count):
             process, url, log = start_aegra(directory, env, f"aegra-{number}")

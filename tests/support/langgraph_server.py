@@ -129,17 +129,21 @@ def refused_start(directory: Path, env: dict[str, str]) -> str:
     return log.read_text(errors="replace")
 
 
-@contextmanager
-def token_server(directory: Path, stub: OpenAIStub, tokens: dict[str, str], **settings: str) -> Iterator[str]:
-    """A server with one token per user (`{user: token}`), its model calls going to `stub`; yield its URL."""
-    environment = offline_environment(
+def token_environment(directory: Path, stub: OpenAIStub, tokens: dict[str, str], **settings: str) -> dict[str, str]:
+    """The environment of a server with one token per user (`{user: token}`), its model calls going to `stub`."""
+    return offline_environment(
         OPENAI_BASE_URL=stub.base_url,
         OPENAI_API_KEY="test",
         MAISTRO_DATA_DIR=str(directory / "data"),
         MAISTRO_AUTH_TOKENS=",".join(f"{token}:{user}" for user, token in tokens.items()),
         **settings,
     )
-    with langgraph_dev(directory, environment) as url:
+
+
+@contextmanager
+def token_server(directory: Path, stub: OpenAIStub, tokens: dict[str, str], **settings: str) -> Iterator[str]:
+    """A `langgraph dev` with one token per user (`{user: token}`), its model calls going to `stub`; yield its URL."""
+    with langgraph_dev(directory, token_environment(directory, stub, tokens, **settings)) as url:
         yield url
 
 
