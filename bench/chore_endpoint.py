@@ -104,9 +104,9 @@ class ChoreEndpoint:
                 return tool_calls_reply(("PatchDoc", patch))
         return text_reply("Nothing to change.")
 
-    def start(self) -> OpenAIStub:
-        """The HTTP server answering with this responder (a context manager)."""
-        return OpenAIStub(self)
+    def start(self, latency: float = 0.0) -> OpenAIStub:
+        """The HTTP server answering with this responder (a context manager), each answer `latency` s late."""
+        return OpenAIStub(self, latency)
 
 
 def sequential_requests(requests: Sequence[Request]) -> int:

@@ -343,9 +343,11 @@ class OpenAIStub:
     call).
     """
 
-    def __init__(self, responder: Callable[[dict], dict | StubError]):
-        """Create a stopped stub that will answer with ``responder``."""
+    def __init__(self, responder: Callable[[dict], dict | StubError], latency: float = 0.0):
+        """Create a stopped stub that will answer with ``responder``, each answer ``latency`` seconds late
+        (a model's time to answer; requests wait concurrently, the responder still answers one at a time)."""
         self.responder = responder
+        self.latency = latency
         self.requests: list[dict] = []
         self.rejections: list[tuple[Any, str]] = []
         self._lock = threading.Lock()
@@ -459,6 +461,7 @@ def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
                 self._send_json(400, _error_body(problem))
                 return
             outcome = stub._respond(body)
+            time.sleep(stub.latency)
             if isinstance(outcome, StubError):
                 error = _error_body(outcome.message, _error_type_for(outcome.status))
                 self._send_json(outcome.status, error)
