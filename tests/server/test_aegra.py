@@ -84,6 +84,11 @@ def test_aegra_json_is_langgraph_json_but_for_the_store_aegra_can_build():
     assert set(map(tuple, aegra["store"]["scopes"].values())) == {("user_label",)}
 
 
+def test_a_docker_build_leaves_out_secrets_local_data_and_virtualenvs():
+    ignored = set((ROOT / ".dockerignore").read_text().split())
+    assert {".env", ".venv/", ".aegra-venv/", ".langgraph_api/", "*.sqlite", ".git/"} <= ignored
+
+
 def test_the_embedding_server_embeds_as_ollama_does_and_refuses_bad_input_with_a_sentence(tmp_path):
     with embedding_server(tmp_path) as url:
         answer = httpx.post(f"{url}/api/embed", json={"model": "multilingual-e5-small", "input": ["游泳课", "swim"]})
