@@ -11,12 +11,14 @@ wrote live. In order, for each HTTP request:
    neither loopback nor listed is refused (DNS rebinding turns a foreign site into "same origin").
 3. **Routes, deny by default.** `/docs` is off (it runs a script from a public CDN on this origin). With
    tokens, only `/`, the health checks (`/ok`; Aegra's `/health`, `/ready`, `/live`) and the memory page's
-   files answer without a token; development routes that act on every user's data (`/internal/...`, `/deploy`, `/metrics`) are refused even with one; every other
-   route, including any a later server version adds, needs a valid token (401), and a client address that
-   presented MAISTRO_MAX_FAILED_LOGINS wrong tokens within `FAILED_LOGIN_WINDOW_SECONDS` gets 429 for every
-   request until the window has passed (a right guess must look no different from a wrong one).
-4. **Limits.** WebSockets are refused (no route takes one). The body and query string are bounded and the body must be JSON of bounded depth whose
-   documents, names and namespaces stay within `graph.server.limits` (400/413/414, nothing stored).
+   files answer without a token; development routes that act on every user's data (`/internal/...`,
+   `/deploy`, `/metrics`) are refused even with one; every other route, including any a later server
+   version adds, needs a valid token (401), and a client address that presented MAISTRO_MAX_FAILED_LOGINS
+   wrong tokens within `FAILED_LOGIN_WINDOW_SECONDS` gets 429 for every request until the window has passed
+   (a right guess must look no different from a wrong one).
+4. **Limits.** WebSockets are refused (no route takes one). The body and query string are bounded, and the
+   body must be JSON of bounded depth whose documents, names and namespaces stay within
+   `graph.server.limits` (400/413/414, nothing stored).
 """
 
 import ipaddress

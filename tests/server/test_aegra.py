@@ -104,7 +104,8 @@ def test_the_embedding_server_embeds_as_ollama_does_and_refuses_bad_input_with_a
 
 
 def test_info_is_aegras_with_crons_off_while_auth_refuses_them(instances):
-    info = httpx.get(f"{instances[0]}/info").json()
+    assert httpx.get(f"{instances[0]}/info").status_code == 401, "the server guard stands in front of Aegra too"
+    info = httpx.get(f"{instances[0]}/info", headers={"X-Api-Key": TOKENS[USERS[0]]}).json()
     assert info["name"] == "Aegra" and info["flags"]["crons"] is False
 
 

@@ -19,7 +19,14 @@ from graph.memory.store import HISTORY, INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE,
 from graph.server.limits import MAX_STORE_VALUE_BYTES
 from graph.server.memory_api import MAX_BODY_BYTES
 from tests.support.aegra_server import SERVER_KINDS, api_server
-from tests.support.langgraph_server import langgraph_dev, new_thread, offline_environment, play, token_environment
+from tests.support.langgraph_server import (
+    langgraph_dev,
+    new_thread,
+    offline_environment,
+    play,
+    token_environment,
+    token_server,
+)
 from tests.support.openai_stub import OpenAIStub, text_reply, tool_calls_reply
 from tests.support.stub_script import Script, update
 
