@@ -1,7 +1,15 @@
-"""Shared fixtures: a scripted model and the durable graph on a temporary data directory."""
+"""Shared fixtures: a scripted model and the durable graph on a temporary data directory; and the fast tier.
+
+`pytest -m "not slow"` runs the in-process tests on SQLite. A test is marked slow here, by rule rather than by
+hand, when it needs PostgreSQL or a browser (`SLOW_FIXTURES`, anywhere in its fixture closure), runs on a
+PostgreSQL parametrization (`agent[postgres]`, any parameter `"postgres"`), or is named in `SLOW_TESTS` with its
+reason (`langgraph dev`, the `maistro` CLI, crash workers, fresh interpreters, the embedding model).
+`refuse_processes_and_postgres` holds every other test to that: one that starts a process or opens a PostgreSQL
+connection fails, in every run."""
 
 import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -12,6 +20,76 @@ from graph.app.scripted_model import ScriptedChatModel
 from tests.support import postgres_server
 from tests.support.openai_stub import OpenAIStub
 from tests.support.stub_script import Script
+
+TESTS = Path(__file__).parent
+# Fixtures that reach PostgreSQL (started as a process when MAISTRO_TEST_DATABASE_URL is unset) or Chromium.
+SLOW_FIXTURES = {"postgres_url", "fresh_database", "browser"}
+# A parametrization with this value runs on PostgreSQL: `agent[postgres]`, `backend="postgres"`.
+SLOW_PARAMETER = "postgres"
+# Tests slow for a reason of their own, by directory, file, or test (without its parameters), relative to tests/.
+SLOW_TESTS = {
+    "server/": "starts langgraph dev, and Chromium for the page",
+    "langgraph_store/test_upstream_postgres_store.py": "PostgreSQL, through the suite's own fixtures",
+    "test_cli.py::test_chat_process_saves_memory_and_the_next_run_continues_the_thread": "runs the CLI twice",
+    "test_cold_start.py": "a fresh interpreter per entry point",
+    "test_crash_safety.py": "kills worker processes at random points",
+    "test_persistence.py::test_a_new_process_sees_memories_and_thread_history": "a second process",
+    "test_persistence.py::test_two_processes_write_to_sqlite_at_once": "two processes",
+    "test_semantic_index.py::test_a_differently_worded_item_is_found_only_through_the_index": "embeds 100 items",
+    "test_settings.py::test_the_cli_says_which_variable_is_wrong_without_a_traceback": "runs the CLI",
+    "test_settings.py::test_a_negative_retry_count_is_refused": "runs the CLI",
+    "test_terminal_processes.py": "runs the CLI, interrupts and kills it",
+}
+# Programs a library may run in any test: `platform.processor()` asks `uname -p` (the OpenAI client's headers).
+HARMLESS_PROGRAMS = {"uname"}
+
+
+def _parameter_values(item: pytest.Item) -> list[object]:
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return [part for value in params.values() for part in (value if isinstance(value, tuple) else (value,))]
+
+
+def is_slow(item: pytest.Item) -> bool:
+    """Whether `item` needs PostgreSQL, a browser or processes of its own (the rules above)."""
+    test = item.path.relative_to(TESTS).as_posix() if item.path.is_relative_to(TESTS) else ""
+    name = f"{test}::{item.originalname}" if isinstance(item, pytest.Function) else test
+    return (
+        bool(SLOW_FIXTURES & set(item.fixturenames))
+        or SLOW_PARAMETER in _parameter_values(item)
+        or any(test.startswith(path) if path.endswith("/") else path in (test, name) for path in SLOW_TESTS)
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark slow the tests that `is_slow` names, so that `-m "not slow"` leaves them out."""
+    for item in items:
+        if is_slow(item):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True)
+def refuse_processes_and_postgres(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test not marked slow starts no process (PostgreSQL, Chromium, a server, the CLI; `HARMLESS_PROGRAMS` aside)
+    and opens no PostgreSQL connection: either fails it with a sentence naming the rule to extend."""
+    if request.node.get_closest_marker("slow"):
+        return
+    start_process = subprocess.Popen._execute_child
+
+    def refuse(what: str) -> None:
+        pytest.fail(f"{request.node.nodeid} is not marked slow but {what}; name it in SLOW_TESTS (tests/conftest.py).")
+
+    def execute_child(process: subprocess.Popen, args, *rest) -> None:
+        program = Path(args if isinstance(args, str | bytes | os.PathLike) else args[0]).name
+        if program not in HARMLESS_PROGRAMS:
+            refuse(f"starts a process ({program})")
+        start_process(process, args, *rest)
+
+    def connect(cls, *args, **kwargs) -> None:
+        refuse("opens a PostgreSQL connection")
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", execute_child)
+    monkeypatch.setattr(psycopg.Connection, "connect", classmethod(connect))
+    monkeypatch.setattr(psycopg.AsyncConnection, "connect", classmethod(connect))
 
 
 @pytest.fixture(autouse=True)
