@@ -1,11 +1,20 @@
 """task-maistro: a LangGraph agent that remembers a user's profile, ToDo list and instructions.
 
-Names are imported on first use, so that `import graph.<package>` (the CLI, the server's auth) loads only
-what it needs; `from graph import build_graph` works as usual.
+`__all__` is the public API. Its names are imported on first use (`_EXPORTS` says from where), so that
+`import graph.<package>` (the CLI, the server's auth) loads only what it needs; `from graph import build_graph`
+works as usual, and type checkers read the same names from the imports under `TYPE_CHECKING` (the package ships
+`py.typed`). tests/test_public_surface.py keeps the three in step.
 """
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from graph.agent import build_graph, close_graph, create_builder, open_graph
+    from graph.backends.model import ModelNotConfiguredError, ensure_model_configured, load_chat_model
+    from graph.backends.storage import close_storage, default_data_dir, open_storage, open_store
+    from graph.configuration import Configuration
+    from graph.settings import Settings, SettingsError, current_settings
 
 _EXPORTS = {
     "build_graph": "graph.agent",
@@ -25,7 +34,23 @@ _EXPORTS = {
     "current_settings": "graph.settings",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "Configuration",
+    "ModelNotConfiguredError",
+    "Settings",
+    "SettingsError",
+    "build_graph",
+    "close_graph",
+    "close_storage",
+    "create_builder",
+    "current_settings",
+    "default_data_dir",
+    "ensure_model_configured",
+    "load_chat_model",
+    "open_graph",
+    "open_storage",
+    "open_store",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -21,6 +21,8 @@ from tests.support import postgres_server
 from tests.support.openai_stub import OpenAIStub
 from tests.support.stub_script import Script
 
+pytest_plugins = ["pytester"]
+
 TESTS = Path(__file__).parent
 # Fixtures that reach PostgreSQL (started as a process when MAISTRO_TEST_DATABASE_URL is unset) or Chromium.
 SLOW_FIXTURES = {"postgres_url", "fresh_database", "browser"}
@@ -35,6 +37,7 @@ SLOW_TESTS = {
     "test_crash_safety.py": "kills worker processes at random points",
     "test_persistence.py::test_a_new_process_sees_memories_and_thread_history": "a second process",
     "test_persistence.py::test_two_processes_write_to_sqlite_at_once": "two processes",
+    "test_public_surface.py::test_the_wheel_ships_py_typed_the_memory_page_and_the_mit_license": "builds a wheel",
     "test_semantic_index.py::test_a_differently_worded_item_is_found_only_through_the_index": "embeds 100 items",
     "test_settings.py::test_the_cli_says_which_variable_is_wrong_without_a_traceback": "runs the CLI",
     "test_settings.py::test_a_negative_retry_count_is_refused": "runs the CLI",
@@ -58,6 +61,11 @@ def is_slow(item: pytest.Item) -> bool:
         or SLOW_PARAMETER in _parameter_values(item)
         or any(test.startswith(path) if path.endswith("/") else path in (test, name) for path in SLOW_TESTS)
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the `slow` marker: `pytest -m "not slow"` is the fast tier, `pytest` runs everything (CI)."""
+    config.addinivalue_line("markers", "slow: needs PostgreSQL, a browser or processes of its own (tests/conftest.py)")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -84,10 +92,11 @@ def refuse_processes_and_postgres(request: pytest.FixtureRequest, monkeypatch: p
             refuse(f"starts a process ({program})")
         start_process(process, args, *rest)
 
-    def connect(cls, *args, **kwargs) -> None:
+    def connect(*args, **kwargs) -> None:
         refuse("opens a PostgreSQL connection")
 
     monkeypatch.setattr(subprocess.Popen, "_execute_child", execute_child)
+    monkeypatch.setattr(psycopg, "connect", connect)
     monkeypatch.setattr(psycopg.Connection, "connect", classmethod(connect))
     monkeypatch.setattr(psycopg.AsyncConnection, "connect", classmethod(connect))
 
