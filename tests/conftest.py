@@ -47,7 +47,8 @@ SLOW_TESTS = {
 HARMLESS_PROGRAMS = {"uname"}
 
 
-def _parameter_values(item: pytest.Item) -> list[object]:
+def parameter_values(item: pytest.Item) -> list[object]:
+    """The values `item` is parametrized with, tuples unpacked."""
     params = getattr(getattr(item, "callspec", None), "params", {})
     return [part for value in params.values() for part in (value if isinstance(value, tuple) else (value,))]
 
@@ -58,7 +59,7 @@ def is_slow(item: pytest.Item) -> bool:
     name = f"{test}::{item.originalname}" if isinstance(item, pytest.Function) else test
     return (
         bool(SLOW_FIXTURES & set(item.fixturenames))
-        or SLOW_PARAMETER in _parameter_values(item)
+        or SLOW_PARAMETER in parameter_values(item)
         or any(test.startswith(path) if path.endswith("/") else path in (test, name) for path in SLOW_TESTS)
     )
 

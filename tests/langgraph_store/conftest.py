@@ -3,6 +3,7 @@
 
 import pytest
 
+from tests.conftest import parameter_values
 from tests.langgraph_store.upstream_embed_test_utils import CharacterEmbeddings
 
 # Set to the test server's URL for each test of a module that uses it (the `upstream_server` fixture).
@@ -27,9 +28,7 @@ def upstream_server(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPa
 
 
 def _uses_unsupported(item: pytest.Item) -> bool:
-    params = getattr(getattr(item, "callspec", None), "params", {})
-    values = [part for value in params.values() for part in (value if isinstance(value, tuple) else (value,))]
-    return UNSUPPORTED in values
+    return UNSUPPORTED in parameter_values(item)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
