@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from graph import build_graph, close_graph
@@ -34,6 +35,8 @@ SLOW_TESTS = {
     "langgraph_store/test_upstream_postgres_store.py": "PostgreSQL, through the suite's own fixtures",
     "test_cli.py::test_chat_process_saves_memory_and_the_next_run_continues_the_thread": "runs the CLI twice",
     "test_cold_start.py": "a fresh interpreter per entry point",
+    "test_data_directory.py": "runs the CLI on each broken data directory",
+    "test_exactly_once.py": "kills a worker process right after its commit",
     "test_crash_safety.py": "kills worker processes at random points",
     "test_persistence.py::test_a_new_process_sees_memories_and_thread_history": "a second process",
     "test_persistence.py::test_two_processes_write_to_sqlite_at_once": "two processes",
