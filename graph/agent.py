@@ -50,7 +50,11 @@ def route_message(state: State, config: RunnableConfig) -> list[UpdateNode] | Li
 
 
 def create_builder(chat_model: ChatModelFactory = load_chat_model) -> StateGraph:
-    """The uncompiled graph; `chat_model` turns a run's settings into the chat model every node uses."""
+    """The uncompiled graph; `chat_model` turns a run's settings into the chat model every node uses.
+
+    `Configuration` is the run context's schema (a run's `context=`, shown in Studio); each node gets the run's
+    settings from `RunSettings.of`, which also reads the tutorial's `configurable`.
+    """
     builder = StateGraph(State, input_schema=InputState, context_schema=Configuration)
     builder.add_node("task_maistro", partial(task_maistro, chat_model=chat_model))
     for name, node in UPDATE_NODES.values():

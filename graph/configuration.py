@@ -1,8 +1,14 @@
-"""Per-run settings of the agent, read from `config["configurable"]` as in the tutorial."""
+"""Per-run settings of the agent: sent as LangGraph's run `context=` or, as in the tutorial, in `config["configurable"]`.
+
+`RunSettings.of` resolves a run's settings and thread id once per run; every node takes them from there.
+"""
 
 from __future__ import annotations
 
-from dataclasses import Field, dataclass, field, fields
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import MISSING, Field, dataclass, field, fields
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -11,6 +17,7 @@ from graph.settings import current_settings
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
+    from langgraph.runtime import RunControl, Runtime
 
 DEFAULT_ROLE = "You are a helpful chatbot."
 # The caller the API server authenticated: both langgraph-api and Aegra set it and never take it from a client
@@ -73,20 +80,22 @@ class Configuration:
     )
 
     @classmethod
-    def from_runnable_config(cls, config: RunnableConfig | None = None) -> Configuration:
-        """Build the settings from a run's config, ignoring unknown and empty values.
+    def from_runnable_config(cls, config: RunnableConfig | None = None, context: Any = None) -> Configuration:
+        """Build the settings from a run's config and its LangGraph `context`, ignoring unknown and empty values.
 
-        On an API server with auth on, the user is the authenticated one (the identity of `langgraph_auth_user`,
-        which the server sets over any client value), whatever `user_id` the client sent, and a client
-        may set only `CLIENT_SETTINGS`: the rest are the operator's. Numbers are clamped to their bounds and a
-        time zone must exist, whoever sets them (a bad one raises `ValueError` with one sentence).
+        A value in `context` (a `Configuration` or a mapping) wins over the same one in `configurable`; a
+        `Configuration`'s fields left at their defaults count as not sent. On an API server with auth on, the
+        user is the authenticated one (the identity of `langgraph_auth_user` in `configurable`, which the server
+        sets over any client value; never taken from `context`), whatever `user_id` the client sent, and a
+        client may set only `CLIENT_SETTINGS`, in either place: the rest are the operator's. Numbers are
+        clamped to their bounds and a time zone must exist, whoever sets them (a bad one raises `ValueError`
+        with one sentence).
         """
         configurable = (config or {}).get("configurable") or {}
+        sent = {**configurable, **_sent_in_context(context)}
         authenticated = _identity(configurable.get(AUTH_USER_KEY))
         allowed = [f for f in fields(cls) if not authenticated or f.name in CLIENT_SETTINGS]
-        values = {
-            f.name: _checked(f, configurable[f.name]) for f in allowed if configurable.get(f.name) not in (None, "")
-        }
+        values = {f.name: _checked(f, sent[f.name]) for f in allowed if sent.get(f.name) not in (None, "")}
         if authenticated:
             values["user_id"] = authenticated
         return cls(**{name: value for name, value in values.items() if value is not None})
@@ -111,6 +120,76 @@ def _identity(user: Any) -> str:
     """The identity of the server's authenticated user (a dict or a user object), "" for none or anonymous."""
     identity = user.get("identity") if isinstance(user, dict) else getattr(user, "identity", "")
     return identity.strip() if isinstance(identity, str) else ""
+
+
+def _default(setting: Field) -> Any:
+    """The value a `Configuration` field takes when none is given."""
+    return setting.default_factory() if setting.default is MISSING else setting.default
+
+
+def _sent_in_context(context: Any) -> dict[str, Any]:
+    """The settings a run's `context` carries: a mapping's setting entries, or a `Configuration`'s non-default fields.
+
+    Only setting names are taken, so the context can never name the authenticated user (`AUTH_USER_KEY`).
+    """
+    names = {setting.name for setting in fields(Configuration)}
+    if isinstance(context, Mapping):
+        return {name: value for name, value in context.items() if name in names}
+    if isinstance(context, Configuration):
+        return {
+            setting.name: value
+            for setting in fields(Configuration)
+            if (value := getattr(context, setting.name)) != _default(setting)
+        }
+    return {}
+
+
+# The configurable keys a run's settings and ids are resolved from.
+RUN_KEYS = (*(setting.name for setting in fields(Configuration)), AUTH_USER_KEY, "thread_id")
+# How many runs' resolved settings are kept (a run normally finishes long before this many others start).
+RUNS_KEPT = 1024
+_resolved: OrderedDict[int, tuple[RunControl, tuple, RunSettings]] = OrderedDict()
+_resolved_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """A run's settings and thread id, resolved once per run by `RunSettings.of`."""
+
+    settings: Configuration
+    thread_id: str
+
+    @property
+    def user_id(self) -> str:
+        """The user the run acts for (see `Configuration.resolved_user_id`)."""
+        return self.settings.resolved_user_id
+
+    @classmethod
+    def of(cls, config: RunnableConfig | None, runtime: Runtime | None = None) -> RunSettings:
+        """The settings of the run a node belongs to, parsed on the run's first call and then reused.
+
+        They come from `runtime.context` (what a caller passed as `context=`) and `config["configurable"]`
+        (the tutorial's way, and where an API server puts the authenticated user), by the rules of
+        `Configuration.from_runnable_config`. A run is known by its `RunControl`, which LangGraph makes once
+        per run and shares with every node; a run that passes the same control with other values is
+        resolved anew.
+        """
+        configurable = (config or {}).get("configurable") or {}
+        context = runtime.context if runtime is not None else None
+        control = runtime.control if runtime is not None else None
+        inputs = (context, tuple(configurable.get(key) for key in RUN_KEYS))
+        with _resolved_lock:
+            kept = _resolved.get(id(control)) if control is not None else None
+        if kept is not None and kept[0] is control and kept[1] == inputs:
+            return kept[2]
+        resolved = cls(Configuration.from_runnable_config(config, context), str(configurable.get("thread_id", "")))
+        if control is not None:
+            with _resolved_lock:
+                _resolved[id(control)] = (control, inputs, resolved)
+                _resolved.move_to_end(id(control))
+                while len(_resolved) > RUNS_KEPT:
+                    _resolved.popitem(last=False)
+        return resolved
 
 
 def _checked(setting: Field, value: Any) -> Any:

@@ -6,10 +6,10 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveM
 from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
-from langgraph.store.base import BaseStore
+from langgraph.runtime import Runtime
 
 from graph.backends.model import ChatModelFactory, model_errors
-from graph.configuration import Configuration
+from graph.configuration import Configuration, RunSettings
 from graph.memory.context import TurnMemories, start_turn, turn_memories
 from graph.memory.rendering import render_profile, render_todos
 from graph.nodes.update import routed_here
@@ -54,7 +54,7 @@ def chat_system_message(memories: TurnMemories, settings: Configuration, summary
 
 
 def task_maistro(
-    state: State, config: RunnableConfig, *, store: BaseStore, chat_model: ChatModelFactory
+    state: State, config: RunnableConfig, runtime: Runtime[Configuration], *, chat_model: ChatModelFactory
 ) -> dict:
     """Answer the user, or call UpdateMemory.
 
@@ -75,7 +75,8 @@ def task_maistro(
         attempts = attempts + 1 if resumed_id == routing_id else 1
         if attempts <= MAX_RESUME_ATTEMPTS:
             return {"resumed_calls": [routing_id, attempts]}
-    settings = Configuration.from_runnable_config(config)
+    run = RunSettings.of(config, runtime)
+    settings = run.settings
     thread = repair_tool_answers(original) or list(original)
     summary = state.get("summary", "")
     turn_starts = isinstance(thread[-1], HumanMessage)
@@ -83,12 +84,11 @@ def task_maistro(
         reply = AIMessage(content=EMPTY_MESSAGE_REPLY)
         return {"messages": [*thread_update(original, thread), reply], "summary": summary}
     model = chat_model(settings)
-    thread_id = str(config.get("configurable", {}).get("thread_id", ""))
     if turn_starts:
         thread, summary = fold_into_summary(thread, summary, model, settings)
-        memories = start_turn(store, settings, thread, thread_id)
+        memories = start_turn(runtime.store, settings, thread, run.thread_id)
     else:
-        memories = turn_memories(store, settings, thread, thread_id)
+        memories = turn_memories(runtime.store, settings, thread, run.thread_id)
     system = chat_system_message(memories, settings, summary)
     visible_thread = bound_messages(chat_history(thread))
     new_messages: list[AnyMessage] = []

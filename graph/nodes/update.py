@@ -23,11 +23,12 @@ from functools import cached_property
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
 from graph.backends.atomic import ConflictError
 from graph.backends.model import ChatModelFactory
-from graph.configuration import Configuration
+from graph.configuration import Configuration, RunSettings
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, committed_changes
 from graph.memory.redaction import redact_text
 from graph.memory.store import KIND_NAMES
@@ -56,7 +57,7 @@ def routed_here(message: AIMessage) -> None:
 
 @dataclass(frozen=True)
 class UpdateRequest:
-    """What an update node works from: the run, its settings and model, and the calls it answers.
+    """What an update node works from: the run, its settings and ids, its model, and the calls it answers.
 
     `fresh` asks `propose` to read the memories from the store again rather than use the turn's read
     (after another writer changed them under the update).
@@ -65,15 +66,20 @@ class UpdateRequest:
     state: State
     config: RunnableConfig
     store: BaseStore
-    settings: Configuration
+    run: RunSettings
     model: BaseChatModel
     calls: list[dict]
     fresh: bool = False
 
     @property
+    def settings(self) -> Configuration:
+        """The run's settings."""
+        return self.run.settings
+
+    @property
     def user_id(self) -> str:
         """The user whose memory is updated."""
-        return self.settings.resolved_user_id
+        return self.run.user_id
 
     @cached_property
     def messages(self) -> Sequence[AnyMessage]:
@@ -113,7 +119,7 @@ def change_context(request: UpdateRequest) -> ChangeContext:
         limit = len(bound_message(HumanMessage(latest)).content)
         message = redact_text(latest, context=earlier, limit=limit)[0]
     return ChangeContext(
-        thread_id=str(request.config.get("configurable", {}).get("thread_id", "")),
+        thread_id=request.run.thread_id,
         message=message,
         seed=routing_seed(request.messages, request.calls[0]["id"] if request.calls else ""),
     )
@@ -137,7 +143,7 @@ def answer_update_calls(
 def update_memory(
     state: State,
     config: RunnableConfig,
-    store: BaseStore,
+    runtime: Runtime[Configuration],
     chat_model: ChatModelFactory,
     *,
     kind: str,
@@ -151,9 +157,9 @@ def update_memory(
     writer, or with the update's own earlier run) makes it look for those, then read and propose again
     (`CONFLICT_RETRIES` times), and finally answer with the conflict.
     """
-    settings = Configuration.from_runnable_config(config)
+    run, store = RunSettings.of(config, runtime), runtime.store
     calls = pending_update_calls(state["messages"], update_type)
-    request = UpdateRequest(state, config, store, settings, chat_model(settings), calls)
+    request = UpdateRequest(state, config, store, run, chat_model(run.settings), calls)
     context = change_context(request)
     for attempt in range(1 + CONFLICT_RETRIES):
         replay = attempt > 0 or request.may_be_replay

@@ -2,9 +2,10 @@
 
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.store.base import BaseStore
+from langgraph.runtime import Runtime
 
 from graph.backends.model import ChatModelFactory, model_errors, quiet
+from graph.configuration import Configuration
 from graph.memory.changes import MemoryChange
 from graph.memory.store import INSTRUCTIONS, INSTRUCTIONS_KEY, namespace
 from graph.nodes.update import UpdateRequest, update_memory
@@ -33,13 +34,13 @@ def report_instructions(_proposed: list[MemoryChange] | None, saved: list[Memory
 
 
 def update_instructions(
-    state: State, config: RunnableConfig, *, store: BaseStore, chat_model: ChatModelFactory
+    state: State, config: RunnableConfig, runtime: Runtime[Configuration], *, chat_model: ChatModelFactory
 ) -> dict:
     """Ask the model for the complete new instructions and store them under `user_instructions`."""
     return update_memory(
         state,
         config,
-        store,
+        runtime,
         chat_model,
         kind=INSTRUCTIONS,
         update_type="instructions",

@@ -1,9 +1,10 @@
 """The `update_profile` node: one profile document per user, created once and then patched by trustcall."""
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.store.base import BaseStore
+from langgraph.runtime import Runtime
 
 from graph.backends.model import ChatModelFactory
+from graph.configuration import Configuration
 from graph.memory.changes import MemoryChange
 from graph.memory.store import PROFILE, PROFILE_KEY, namespace, search_all
 from graph.nodes.extraction import extract_changes
@@ -32,8 +33,10 @@ def report_profile(proposed: list[MemoryChange] | None, saved: list[MemoryChange
     return PROFILE_UNCHANGED
 
 
-def update_profile(state: State, config: RunnableConfig, *, store: BaseStore, chat_model: ChatModelFactory) -> dict:
+def update_profile(
+    state: State, config: RunnableConfig, runtime: Runtime[Configuration], *, chat_model: ChatModelFactory
+) -> dict:
     """Extract profile facts from the conversation into the user's single profile document."""
     return update_memory(
-        state, config, store, chat_model, kind=PROFILE, update_type="user", propose=propose_profile, report=report_profile
+        state, config, runtime, chat_model, kind=PROFILE, update_type="user", propose=propose_profile, report=report_profile
     )

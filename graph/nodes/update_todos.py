@@ -1,9 +1,10 @@
 """The `update_todos` node: insert, patch and delete ToDo items with trustcall, whatever the list's size."""
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.store.base import BaseStore
+from langgraph.runtime import Runtime
 
 from graph.backends.model import ChatModelFactory
+from graph.configuration import Configuration
 from graph.memory.changes import MemoryChange
 from graph.memory.context import start_turn, turn_memories, with_turn_changes
 from graph.memory.store import TODO
@@ -22,9 +23,8 @@ def propose_todos(request: UpdateRequest) -> list[MemoryChange] | None:
     changes. New items get keys derived from the routing call, so a replayed update writes the same keys.
     """
     settings = request.settings
-    thread_id = str(request.config.get("configurable", {}).get("thread_id", ""))
     read = start_turn if request.fresh else turn_memories
-    memories = read(request.store, settings, request.messages, thread_id)
+    memories = read(request.store, settings, request.messages, request.run.thread_id)
     reachable = {item.key: item.value for item in memories.update_todos.items}
     existing = with_turn_changes(reachable, request.messages, TODO)
     if request.fresh:
@@ -60,8 +60,10 @@ def report_todos(proposed: list[MemoryChange] | None, saved: list[MemoryChange])
     return TODOS_UPDATED.format(changes="\n".join(lines))
 
 
-def update_todos(state: State, config: RunnableConfig, *, store: BaseStore, chat_model: ChatModelFactory) -> dict:
+def update_todos(
+    state: State, config: RunnableConfig, runtime: Runtime[Configuration], *, chat_model: ChatModelFactory
+) -> dict:
     """Reflect on the conversation and create, patch or remove ToDo items, following the user's instructions."""
     return update_memory(
-        state, config, store, chat_model, kind=TODO, update_type="todo", propose=propose_todos, report=report_todos
+        state, config, runtime, chat_model, kind=TODO, update_type="todo", propose=propose_todos, report=report_todos
     )
