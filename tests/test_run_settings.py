@@ -104,7 +104,7 @@ def test_context_wins_over_configurable_and_is_checked_the_same_way():
 
 def test_with_auth_on_a_context_cannot_name_the_user_or_the_operators_settings():
     settings = Configuration.from_runnable_config(
-        {"configurable": {AUTH_USER_KEY: "alice"}},
+        {"configurable": {AUTH_USER_KEY: {"identity": "alice"}}},
         {"user_id": "mallory", "model": "gpt-expensive", "max_memory_rounds": 5, "timezone": "Asia/Shanghai"},
     )
     defaults = Configuration()
@@ -112,5 +112,5 @@ def test_with_auth_on_a_context_cannot_name_the_user_or_the_operators_settings()
     assert (settings.model, settings.max_memory_rounds) == (defaults.model, defaults.max_memory_rounds)
     assert settings.timezone == "Asia/Shanghai"
 
-    settings = Configuration.from_runnable_config({"configurable": {}}, {AUTH_USER_KEY: "alice"})
+    settings = Configuration.from_runnable_config({"configurable": {}}, {AUTH_USER_KEY: {"identity": "alice"}})
     assert settings.resolved_user_id == defaults.resolved_user_id, "only the server's configurable names the user"
