@@ -16,7 +16,7 @@ from langgraph.store.sqlite import SqliteStore
 from graph.backends.sqlite import DATABASE_FILE, connect
 from graph.backends.storage import open_store
 from graph.memory import admin
-from graph.memory.selection import select_todos
+from graph.memory.context import select_todos
 from graph.memory.store import TODO, namespace
 from tests.support import postgres_server
 from tests.support.helpers import fill

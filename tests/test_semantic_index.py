@@ -5,7 +5,7 @@ import pytest
 from graph import build_graph, close_graph
 from graph.app.scripted_model import ScriptedChatModel
 from graph.backends.embeddings import index_config
-from graph.memory.selection import select_todos
+from graph.memory.context import select_todos
 from graph.memory.store import TODO, namespace
 from tests.support.helpers import fill
 

@@ -15,7 +15,7 @@ from graph.backends import todo_changes, todo_sql
 from graph.backends.sqlite import DATABASE_FILE, connect
 from graph.backends.storage import open_store
 from graph.memory.admin import forget_user
-from graph.memory.selection import select_todos
+from graph.memory.context import select_todos
 from graph.memory.store import TODO, namespace
 from tests.support.helpers import fill
 

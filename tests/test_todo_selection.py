@@ -8,7 +8,8 @@ from langgraph.store.memory import InMemoryStore
 
 from graph.app.scripted_model import patch_where, replace, route, say
 from graph.backends.storage import open_store
-from graph.memory.selection import LISTS, deadline_of, entry, select_todos, terms
+from graph.memory.context import select_todos
+from graph.memory.selection import LISTS, deadline_of, entry, terms
 from graph.memory.store import TODO, namespace
 from graph.server.memory_page import open_first
 from graph.thread.tokens import count_tokens

@@ -15,7 +15,6 @@ import pytest
 from langgraph.store.memory import InMemoryStore
 
 from graph.app.scripted_model import calls, doc_id_of, patch, replace, route, say, todo
-from graph.backends.atomic import ConflictError
 from graph.backends.sqlite import DATABASE_FILE
 from graph.backends.storage import open_store
 from graph.memory.changes import (
@@ -26,6 +25,7 @@ from graph.memory.changes import (
     list_history,
     undo_change,
 )
+from graph.memory.conditions import ConflictError
 from graph.memory.store import TODO, namespace
 from graph.server.memory_page import PageError, edit_todo
 from prompts import UPDATE_CONFLICT

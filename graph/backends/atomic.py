@@ -7,7 +7,7 @@ stores here roll the whole batch back on any error instead. They also send a bat
 `PUT_CHUNK` items, so one batch can write any number of them: SQLite and PostgreSQL cap the variables of
 one statement (an import of 60,000 items is one batch).
 
-A batch may also hold `Unchanged` conditions next to its puts, one for each item it writes: the item must
+A batch may also hold `Unchanged` conditions (`graph.memory.conditions`) next to its puts, one for each item it writes: the item must
 still hold the value the writer read. They are checked in the batch's own transaction, before its writes,
 and hold until it commits (SQLite: the write lock, taken when the transaction begins; PostgreSQL: the
 transaction's snapshot at REPEATABLE READ, see `graph.backends.atomic_postgres`). If one does not hold, the
@@ -19,30 +19,15 @@ import json
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, NamedTuple
+from typing import Any
 
 from langgraph.store.base import Op, PutOp, Result
 from langgraph.store.sqlite import SqliteStore
 
+from graph.memory.conditions import ConflictError, Unchanged
+
 # Items per statement: 5 variables each stay under 999, the smallest cap SQLite builds use (PostgreSQL: 65,535).
 PUT_CHUNK = 150
-
-
-class Unchanged(NamedTuple):
-    """A batch condition: the item at `namespace` / `key` still holds `value` (None: there is no such item)."""
-
-    namespace: tuple[str, ...]
-    key: str
-    value: dict[str, Any] | None
-
-
-class ConflictError(RuntimeError):
-    """Another writer changed items since they were read: the batch holding these conditions wrote nothing."""
-
-    def __init__(self, failed: Sequence[Unchanged]) -> None:
-        self.failed = list(failed)
-        keys = ", ".join(condition.key for condition in self.failed)
-        super().__init__(f"{len(self.failed)} item(s) changed since they were read ({keys}); nothing was written")
 
 
 def prefix_of(namespace: tuple[str, ...]) -> str:
@@ -56,6 +41,8 @@ class ConditionalBatches:
     A store class supplies `_checking_cursor` (a transaction in which what was checked holds until the commit)
     and `_stored_values` (what the named items hold, read on that cursor).
     """
+
+    checks_conditions = True
 
     def batch(self, ops: Sequence[Op | Unchanged]) -> list[Result]:
         """Run the batch; with conditions, write its puts only if every condition holds, else raise `ConflictError`."""

@@ -11,7 +11,8 @@ from psycopg import Cursor, IsolationLevel
 from psycopg.errors import DeadlockDetected, SerializationFailure
 from psycopg.rows import dict_row
 
-from graph.backends.atomic import ChunkedPuts, ConditionalBatches, ConflictError, Unchanged, prefix_of
+from graph.backends.atomic import ChunkedPuts, ConditionalBatches, prefix_of
+from graph.memory.conditions import ConflictError, Unchanged
 
 _STORED = """SELECT s.prefix, s.key, s.value::text AS value
 FROM unnest(%s::text[], %s::text[]) AS wanted(prefix, key) JOIN store AS s USING (prefix, key)"""

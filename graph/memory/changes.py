@@ -26,7 +26,7 @@ from typing import Any, Literal
 from langgraph.store.base import BaseStore, GetOp, PutOp
 from pydantic import ValidationError
 
-from graph.backends.atomic import ConditionalBatches, ConflictError, Unchanged
+from graph.memory.conditions import ConflictError, Unchanged, checks_conditions
 from graph.memory.redaction import redact
 from graph.memory.store import (
     HISTORY,
@@ -205,7 +205,7 @@ def write_unless_changed(store: BaseStore, conditions: Sequence[Unchanged], puts
     `langgraph dev` server's own) is read and written under a lock of this process instead, which covers
     every writer of that store going through here within the server's one process.
     """
-    if isinstance(store, ConditionalBatches):
+    if checks_conditions(store):
         store.batch([*conditions, *puts])
         return
     with _unconditional_writes:

@@ -121,6 +121,12 @@ def read_turn_memories(store: BaseStore, settings: Configuration, messages: Sequ
     )
 
 
+def select_todos(store: BaseStore, user_id: str, query: str, limit: int) -> TodoSelection:
+    """The ToDo items a turn whose user says `query` shows the user: all of them up to `limit`, else the most relevant."""
+    settings = Configuration(user_id=user_id, todo_prompt_limit=limit, todo_update_limit=limit)
+    return read_turn_memories(store, settings, [HumanMessage(query)]).prompt_todos
+
+
 def turn_memories(
     store: BaseStore, settings: Configuration, messages: Sequence[AnyMessage], thread_id: str
 ) -> TurnMemories:

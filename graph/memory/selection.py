@@ -356,11 +356,3 @@ def semantic_hits(store: BaseStore, user_id: str, query: str, limit: int) -> lis
         return []
     return list(store.search(namespace(TODO, user_id), query=query, limit=limit))
 
-
-def select_todos(store: BaseStore, user_id: str, query: str, limit: int) -> TodoSelection:
-    """The user's ToDo items for one turn: all of them up to `limit`, else the `limit` most relevant."""
-    from graph.memory.context import read_turn
-
-    candidates = read_turn(store, user_id, query_terms(query), Quotas(limit)).candidates
-    hits = semantic_hits(store, user_id, query, Quotas(limit).semantic) if candidates.total > limit else []
-    return choose(candidates, limit, hits)

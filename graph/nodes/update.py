@@ -26,10 +26,10 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
-from graph.backends.atomic import ConflictError
 from graph.backends.model import ChatModelFactory
 from graph.configuration import Configuration, RunSettings
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, committed_changes
+from graph.memory.conditions import ConflictError
 from graph.memory.redaction import redact_text
 from graph.memory.store import KIND_NAMES
 from graph.nodes.extraction import extraction_messages, routing_seed
