@@ -11,9 +11,11 @@ from langgraph.store.postgres import PostgresStore
 from langgraph.store.sqlite import SqliteStore
 from psycopg.types.json import Jsonb
 
-from graph.backends import todo_changes, todo_sql
+from graph.backends import todo_changes
+from graph.backends.atomic_postgres import AtomicPostgresStore
 from graph.backends.sqlite import DATABASE_FILE, connect
 from graph.backends.storage import open_store
+from graph.backends.todo_changes import TodoChangeLog
 from graph.memory.admin import forget_user
 from graph.memory.context import select_todos
 from graph.memory.store import TODO, namespace
@@ -38,14 +40,14 @@ def database(request, tmp_path) -> dict:
 def fetched(monkeypatch) -> list[int]:
     """How many ToDo rows each read fetched from the database, in order."""
     counts: list[int] = []
-    read = todo_sql.memory_rows
+    read = TodoChangeLog.read_memory_rows
 
     def counting(store, user_id, mark):
         rows = read(store, user_id, mark)
         counts.append(len(rows.changes))
         return rows
 
-    monkeypatch.setattr(todo_sql, "memory_rows", counting)
+    monkeypatch.setattr(TodoChangeLog, "read_memory_rows", counting)
     return counts
 
 
@@ -157,7 +159,7 @@ def test_a_database_without_the_change_log_gets_it_when_it_opens(database, fetch
 
 
 def test_a_postgresql_server_too_old_for_the_change_log_is_refused_with_a_sentence(monkeypatch, fresh_database):
-    monkeypatch.setattr(todo_changes, "OLDEST_POSTGRES", 10**9)  # every real server is "too old" now
+    monkeypatch.setattr(AtomicPostgresStore, "OLDEST_SERVER", 10**9)  # every real server is "too old" now
     with pytest.raises(RuntimeError, match=r"needs PostgreSQL 13 or later; this server is version \d+"):
         with open_store(None, fresh_database):
             pass

@@ -13,6 +13,8 @@ and hold until it commits (SQLite: the write lock, taken when the transaction be
 transaction's snapshot at REPEATABLE READ, see `graph.backends.atomic_postgres`). If one does not hold, the
 batch writes nothing and raises `ConflictError`. Batches without conditions are LangGraph's, unchanged, and
 so is the rest of the public store API.
+
+The stores also keep the ToDo change log (`graph.backends.todo_changes`), each in its own SQL dialect.
 """
 
 import json
@@ -24,7 +26,10 @@ from typing import Any
 from langgraph.store.base import Op, PutOp, Result
 from langgraph.store.sqlite import SqliteStore
 
+from graph.backends.todo_changes import FORGET_LOG, FORGETS, PREFIX, TABLE, TodoChangeLog
+from graph.backends.todo_sql import KIND, STATEMENT, VERSION, statement_parameters
 from graph.memory.conditions import ConflictError, Unchanged
+from graph.memory.store import TODO
 
 # Items per statement: 5 variables each stay under 999, the smallest cap SQLite builds use (PostgreSQL: 65,535).
 PUT_CHUNK = 150
@@ -78,8 +83,39 @@ class ChunkedPuts:
             super()._batch_put_ops(put_ops[start : start + PUT_CHUNK], cur)
 
 
-class AtomicSqliteStore(ConditionalBatches, ChunkedPuts, SqliteStore):
-    """A `SqliteStore` whose batches commit when they succeed and roll back when anything in them fails."""
+class AtomicSqliteStore(TodoChangeLog, ConditionalBatches, ChunkedPuts, SqliteStore):
+    """A `SqliteStore` whose batches commit when they succeed and roll back when anything in them fails, with the
+    ToDo change log in SQLite's dialect (`graph.backends.todo_changes`)."""
+
+    # The log's table stamps a row with a number that grows with every write: INSERT OR REPLACE gives the
+    # (prefix, key) a new, higher `seq` (AUTOINCREMENT never reuses one).
+    CHANGE_LOG_TABLES = (
+        f"""CREATE TABLE IF NOT EXISTS {TABLE} (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, prefix TEXT NOT NULL, key TEXT NOT NULL, UNIQUE (prefix, key)
+)""",
+        f"CREATE INDEX IF NOT EXISTS {TABLE}_since ON {TABLE} (prefix, seq)",
+        f"CREATE TABLE IF NOT EXISTS {FORGETS} (id INTEGER PRIMARY KEY AUTOINCREMENT)",
+    )
+    CHANGE_LOG_TRIGGERS = tuple(
+        f"""CREATE TRIGGER IF NOT EXISTS {TABLE}_{event} AFTER {event} ON store
+WHEN substr({row}.prefix, 1, {len(PREFIX)}) = '{PREFIX}'
+BEGIN
+    INSERT OR REPLACE INTO {TABLE} (prefix, key) VALUES ({row}.prefix, {row}.key);
+END"""
+        for event, row in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD"))
+    )
+    CHANGE_LOG_BACKFILL = f"""INSERT OR IGNORE INTO {TABLE} (prefix, key)
+SELECT prefix, key FROM store WHERE substr(prefix, 1, {len(PREFIX)}) = '{PREFIX}'"""
+    CHANGE_LOG_INSTALLED = f"""SELECT count(*) = 5 FROM sqlite_master
+WHERE (type = 'table' AND name IN ('{TABLE}', '{FORGETS}'))
+OR (type = 'trigger' AND name IN ('{TABLE}_INSERT', '{TABLE}_UPDATE', '{TABLE}_DELETE'))"""
+    # A restore through SQLite's backup API or from an SQL dump changes the schema version.
+    CHANGE_LOG_IDENTITY = "(SELECT schema_version FROM pragma_schema_version)"
+    MEMORY_STATEMENT = STATEMENT.format(
+        log=TABLE, version="c.seq", value="s.value", plain_value="value", live_s="", live="", since="c.seq > :seen",
+        forgets="coalesce(max(id), 0)", forgets_table=FORGETS, identity=CHANGE_LOG_IDENTITY,
+        todo=":todo", profile=":profile", instructions=":instructions", instructions_key=":instructions_key",
+    )
 
     @contextmanager
     def _cursor(self, *, transaction: bool = True, begin: str = "BEGIN") -> Iterator[sqlite3.Cursor]:
@@ -121,3 +157,33 @@ class AtomicSqliteStore(ConditionalBatches, ChunkedPuts, SqliteStore):
             )
             stored.update({(prefix, key): json.loads(value) for prefix, key, value in cur.fetchall()})
         return stored
+
+    def install_change_log(self) -> None:
+        """Give the set-up store's database the change log and its triggers, log the ToDos it lacks, and read the
+        store through the log from now on."""
+        with self._cursor(begin="BEGIN IMMEDIATE") as cur:
+            for statement in [*self.CHANGE_LOG_TABLES, *self.CHANGE_LOG_TRIGGERS, self.CHANGE_LOG_BACKFILL]:
+                cur.execute(statement)
+        self.change_log_installed = True
+
+    def change_log_present(self) -> bool:
+        """Whether the database has the change log's tables and triggers (a restore may have taken them)."""
+        with self._cursor(transaction=False) as cur:
+            cur.execute(self.CHANGE_LOG_INSTALLED)
+            return bool(cur.fetchone()[0])
+
+    def forget_user_items(self, user_id: str, deletions: Sequence[PutOp]) -> None:
+        """Delete a user's items (`deletions`) and their ToDos' log rows in one transaction (SQLite lets one writer
+        at a time), and tell every reader to read afresh."""
+        with self._cursor() as cur:
+            cur.execute(f"INSERT INTO {FORGETS} DEFAULT VALUES")  # a write first: the transaction is the writer
+            if deletions:
+                self._batch_put_ops(list(enumerate(deletions)), cur)
+            cur.execute(FORGET_LOG.format(todo="?"), (statement_parameters(user_id)["todo"],))
+
+    def _changed_rows(self, user_id: str, position: Any) -> tuple[list[tuple], Any]:
+        seen = -1 if position is None else position
+        with self._cursor(transaction=False) as cur:
+            cur.execute(self.MEMORY_STATEMENT, {**statement_parameters(user_id), "seen": seen})
+            rows = cur.fetchall()
+        return rows, max((row[VERSION] for row in rows if row[KIND] == TODO), default=seen)

@@ -1,31 +1,96 @@
 """The PostgreSQL store whose batches are transactions (see `graph.backends.atomic`); needs the postgres extra."""
 
 import json
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from langgraph.store.base import PutOp
 from langgraph.store.postgres import PostgresStore
 from langgraph.store.postgres.base import _pg_internal
 from psycopg import Cursor, IsolationLevel
 from psycopg.errors import DeadlockDetected, SerializationFailure
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 
 from graph.backends.atomic import ChunkedPuts, ConditionalBatches, prefix_of
+from graph.backends.todo_changes import FORGET_LOG, FORGETS, PREFIX, TABLE, TodoChangeLog
+from graph.backends.todo_sql import CREATED_AT, KIND, STATEMENT, VERSION, statement_parameters
 from graph.memory.conditions import ConflictError, Unchanged
+
+# Serialises table setup across processes starting at once on a fresh database.
+SETUP_LOCK = 0x6D61697374726F
 
 _STORED = """SELECT s.prefix, s.key, s.value::text AS value
 FROM unnest(%s::text[], %s::text[]) AS wanted(prefix, key) JOIN store AS s USING (prefix, key)"""
 
 
-class AtomicPostgresStore(ConditionalBatches, ChunkedPuts, PostgresStore):
-    """A `PostgresStore` whose batches commit when they succeed and roll back when anything in them fails.
+@contextmanager
+def setup_lock(conn: Any) -> Iterator[None]:
+    """Hold the lock that serialises table setup across processes on the connection `conn` (autocommit)."""
+    # Poll instead of blocking in pg_advisory_lock: a blocked statement holds a snapshot that the
+    # migrations' CREATE INDEX CONCURRENTLY in the lock holder would wait for, a deadlock.
+    while not conn.execute("SELECT pg_try_advisory_lock(%s) AS locked", (SETUP_LOCK,)).fetchone()["locked"]:
+        time.sleep(0.05)
+    try:
+        yield
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))
+
+
+class AtomicPostgresStore(TodoChangeLog, ConditionalBatches, ChunkedPuts, PostgresStore):
+    """A `PostgresStore` whose batches commit when they succeed and roll back when anything in them fails, with the
+    ToDo change log in PostgreSQL's dialect (`graph.backends.todo_changes`).
 
     A batch with conditions runs at REPEATABLE READ: the conditions are read in its snapshot, and PostgreSQL
     refuses (serialization failure) to write any item of the batch that another transaction changed,
     created or deleted since that snapshot, so the check holds until the commit; the refusal becomes
     `ConflictError`, nothing written.
     """
+
+    # pg_current_xact_id() and xid8, which the change log is stamped with, came in PostgreSQL 13.
+    OLDEST_SERVER = 130000
+    # The log stamps a row with the writing transaction's id.
+    CHANGE_LOG_SETUP = (
+        f"CREATE TABLE IF NOT EXISTS {TABLE} (prefix text NOT NULL, key text NOT NULL, xid xid8 NOT NULL, PRIMARY KEY (prefix, key))",
+        f"CREATE INDEX IF NOT EXISTS {TABLE}_since ON {TABLE} (prefix, xid)",
+        f"CREATE TABLE IF NOT EXISTS {FORGETS} (id bigserial PRIMARY KEY)",
+        f"""CREATE OR REPLACE FUNCTION {TABLE}_log() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    changed store%ROWTYPE;
+BEGIN
+    IF TG_OP = 'DELETE' THEN changed := OLD; ELSE changed := NEW; END IF;
+    INSERT INTO {TABLE} (prefix, key, xid) VALUES (changed.prefix, changed.key, pg_current_xact_id())
+    ON CONFLICT (prefix, key) DO UPDATE SET xid = EXCLUDED.xid;
+    RETURN NULL;
+END
+$$""",
+    )
+    CHANGE_LOG_TRIGGERS = (
+        f"""CREATE TRIGGER {TABLE}_written AFTER INSERT OR UPDATE ON store FOR EACH ROW
+WHEN (left(NEW.prefix, {len(PREFIX)}) = '{PREFIX}') EXECUTE FUNCTION {TABLE}_log()""",
+        f"""CREATE TRIGGER {TABLE}_deleted AFTER DELETE ON store FOR EACH ROW
+WHEN (left(OLD.prefix, {len(PREFIX)}) = '{PREFIX}') EXECUTE FUNCTION {TABLE}_log()""",
+    )
+    CHANGE_LOG_BACKFILL = f"""INSERT INTO {TABLE} (prefix, key, xid)
+SELECT prefix, key, pg_current_xact_id() FROM store WHERE left(prefix, {len(PREFIX)}) = '{PREFIX}'
+ON CONFLICT (prefix, key) DO NOTHING"""
+    CHANGE_LOG_INSTALLED = f"""SELECT to_regclass('{TABLE}') IS NOT NULL AND to_regclass('{FORGETS}') IS NOT NULL
+AND (SELECT count(*) FROM pg_trigger WHERE tgrelid = to_regclass('store')
+     AND tgname IN ('{TABLE}_written', '{TABLE}_deleted')) = 2 AS installed"""
+    # TRUNCATE and a restore give a table new files; another database or server has another oid or identifier.
+    CHANGE_LOG_IDENTITY = f"""concat_ws('/', (SELECT oid FROM pg_database WHERE datname = current_database()),
+    pg_relation_filenode('store'), pg_relation_filenode('{TABLE}'), pg_relation_filenode('{FORGETS}'),
+    (SELECT system_identifier FROM pg_control_system()))"""
+    _EXPIRED = """
+UNION ALL
+SELECT 'expired', key, NULL, NULL, NULL, NULL FROM store
+WHERE prefix = %(todo)s AND expires_at > %(expired_after)s::timestamptz AND expires_at <= NOW()
+"""
+    _MARK = """
+UNION ALL
+SELECT 'mark', NULL, pg_snapshot_xmin(pg_current_snapshot())::text, NULL, NOW(), NULL
+"""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -47,3 +112,62 @@ class AtomicPostgresStore(ConditionalBatches, ChunkedPuts, PostgresStore):
     def _stored_values(self, conditions: Sequence[Unchanged], cur: Cursor) -> dict[tuple[str, str], Any]:
         cur.execute(_STORED, ([prefix_of(c.namespace) for c in conditions], [c.key for c in conditions]))
         return {(row["prefix"], row["key"]): json.loads(row["value"]) for row in cur.fetchall()}
+
+    def memory_statement(self, hide_expired: bool) -> str:
+        """The one-statement read (`graph.backends.todo_sql`): values as JSON text; expired rows hidden (and
+        reported) when the store hides them."""
+        live = "AND ({column}expires_at IS NULL OR {column}expires_at > NOW())" if hide_expired else ""
+        return STATEMENT.format(
+            log=TABLE, version="c.xid::text", value="s.value::text", plain_value="value::text",
+            live_s=live.format(column="s."), live=live.format(column=""), since="c.xid >= %(seen)s::xid8",
+            forgets="coalesce(max(id), 0)::text", forgets_table=FORGETS, identity=self.CHANGE_LOG_IDENTITY,
+            todo="%(todo)s", profile="%(profile)s", instructions="%(instructions)s", instructions_key="%(instructions_key)s",
+        ) + (self._EXPIRED if hide_expired else "") + self._MARK
+
+    def install_change_log(self) -> None:
+        """Give the set-up store's database the change log and its triggers, log the ToDos it lacks, and read the
+        store through the log from now on. The caller holds the setup lock (`setup_lock`)."""
+        with self._cursor(pipeline=True) as cur:  # one transaction (the store has no pipeline mode)
+            cur.execute("SHOW server_version_num")
+            version = int(cur.fetchone()["server_version_num"])
+            if version < self.OLDEST_SERVER:
+                raise RuntimeError(f"task-maistro needs PostgreSQL 13 or later; this server is version {version // 10000}.")
+            for statement in self.CHANGE_LOG_SETUP:
+                cur.execute(statement, prepare=False)
+            cur.execute("SELECT 1 FROM pg_trigger WHERE tgname = %s AND tgrelid = 'store'::regclass", (f"{TABLE}_written",))
+            if cur.fetchone() is None:
+                for statement in self.CHANGE_LOG_TRIGGERS:
+                    cur.execute(statement, prepare=False)
+            cur.execute(self.CHANGE_LOG_BACKFILL, prepare=False)
+        self.change_log_installed = True
+
+    def reinstall_change_log(self) -> None:
+        """Install the log again on a store whose table was reset, under the setup lock."""
+        with self._cursor() as cur, setup_lock(cur.connection):
+            self.install_change_log()
+
+    def change_log_present(self) -> bool:
+        """Whether the database has the change log's tables and triggers (a restore may have taken them)."""
+        with self._cursor() as cur:
+            cur.execute(self.CHANGE_LOG_INSTALLED)
+            return bool(cur.fetchone()["installed"])
+
+    def forget_user_items(self, user_id: str, deletions: Sequence[PutOp]) -> None:
+        """Delete a user's items (`deletions`) and their ToDos' log rows in one transaction, which locks the store
+        table against writes first (for the few milliseconds it lasts), and tell every reader to read afresh."""
+        with self._cursor(pipeline=True) as cur:
+            cur.execute("LOCK TABLE store IN SHARE ROW EXCLUSIVE MODE")
+            cur.execute(f"INSERT INTO {FORGETS} DEFAULT VALUES")
+            if deletions:
+                self._batch_put_ops(list(enumerate(deletions)), cur)
+            cur.execute(FORGET_LOG.format(todo="%s"), (statement_parameters(user_id)["todo"],))
+
+    def _changed_rows(self, user_id: str, position: Any) -> tuple[list[tuple], Any]:
+        seen, expired_after = position if position is not None else ("0", "infinity")
+        statement = self.memory_statement(bool((self.ttl_config or {}).get("omit_expired")))
+        with self._cursor() as cur:
+            cur.row_factory = tuple_row
+            cur.execute(statement, {**statement_parameters(user_id), "seen": seen, "expired_after": expired_after})
+            rows = cur.fetchall()
+        mark = next(row for row in rows if row[KIND] == "mark")
+        return rows, (mark[VERSION], mark[CREATED_AT])

@@ -1,40 +1,19 @@
 """PostgreSQL storage: `PostgresSaver` and `PostgresStore` sharing one connection pool."""
 
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-
 from langgraph.store.base import IndexConfig, TTLConfig
 
 POOL_SIZE = 10
-# Serialises table setup across processes starting at once on a fresh database.
-SETUP_LOCK = 0x6D61697374726F
-
-
-@contextmanager
-def setup_lock(conn: Any) -> Iterator[None]:
-    """Hold the lock that serialises table setup across processes on the connection `conn` (autocommit)."""
-    # Poll instead of blocking in pg_advisory_lock: a blocked statement holds a snapshot that the
-    # migrations' CREATE INDEX CONCURRENTLY in the lock holder would wait for, a deadlock.
-    while not conn.execute("SELECT pg_try_advisory_lock(%s) AS locked", (SETUP_LOCK,)).fetchone()["locked"]:
-        time.sleep(0.05)
-    try:
-        yield
-    finally:
-        conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))
 
 
 def open_postgres(url: str, index: IndexConfig | None, ttl: TTLConfig, *, checkpointer: bool = True):
     """A `PruningPostgresSaver` (None unless `checkpointer`) and an `AtomicPostgresStore` on one pool, their tables
     created, the checkpoints pruned (see `graph.backends.checkpoints`) and the ToDo change log installed (see
-    `graph.backends.todo_changes`)."""
+    `graph.backends.todo_changes`), all under the setup lock (`graph.backends.atomic_postgres.setup_lock`)."""
     from psycopg.rows import dict_row
     from psycopg_pool import ConnectionPool
 
-    from graph.backends.atomic_postgres import AtomicPostgresStore
+    from graph.backends.atomic_postgres import AtomicPostgresStore, setup_lock
     from graph.backends.checkpoints_postgres import PruningPostgresSaver
-    from graph.backends.todo_changes import install_postgres
 
     pool = ConnectionPool(
         url,
@@ -51,7 +30,7 @@ def open_postgres(url: str, index: IndexConfig | None, ttl: TTLConfig, *, checkp
                 saver.setup()
                 saver.prune_all()
             store.setup()
-            install_postgres(store)
+            store.install_change_log()
     except BaseException:
         pool.close()  # a failed setup (an unreachable or too old server, no rights) leaves no connections open
         raise

@@ -8,7 +8,6 @@ from filelock import FileLock
 from langgraph.store.base import IndexConfig, TTLConfig
 
 from graph.backends.atomic import AtomicSqliteStore
-from graph.backends.todo_changes import install_sqlite
 
 DATABASE_FILE = "maistro.sqlite"
 BUSY_TIMEOUT_SECONDS = 30.0
@@ -66,5 +65,5 @@ def open_sqlite(directory: Path, index: IndexConfig | None, ttl: TTLConfig, *, c
             saver.setup()
             saver.prune_all()
         store.setup()
-        install_sqlite(store)
+        store.install_change_log()
     return saver, store

@@ -10,6 +10,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore, Item, PutOp
 from pydantic import ValidationError
 
+from graph.memory.change_log import change_log
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, document_problem, validation_problem
 from graph.memory.redaction import redact, redact_text
 from graph.memory.store import (
@@ -181,15 +182,14 @@ def forget_user(store: BaseStore, checkpointer: BaseCheckpointSaver, user_id: st
     """Delete every memory and every thread of the user; returns (memories deleted, threads deleted).
 
     On this project's stores the memories and the user's rows of the ToDo change log go in one transaction
-    (`graph.backends.todo_changes.forget_items`); a ToDo another process writes while this runs stays, in the
+    (`graph.memory.change_log.ChangeLogStore.forget_user_items`); a ToDo another process writes while this runs stays, in the
     store and in the log.
     """
-    from graph.backends.todo_changes import change_log, forget_items
-
     items = user_items(store, user_id)
     deletions = [PutOp(item.namespace, item.key, None) for item in items]
-    if change_log(store) is not None:
-        forget_items(store, user_id, deletions)
+    logged = change_log(store)
+    if logged is not None:
+        logged.forget_user_items(user_id, deletions)
     elif deletions:
         store.batch(deletions)
     threads = user_threads(checkpointer, user_id)

@@ -1,8 +1,8 @@
 """What a turn knows of the user's memories: read once when the turn starts, shared by the nodes of the turn.
 
 The chat node reads the profile, the instructions and the ToDo list in one go (one SQL statement on
-SQLite and PostgreSQL that returns only the ToDos changed since this process last read the list, see
-`graph.backends.todo_sql`), ranks the list, and keeps the result for the turn, keyed by
+SQLite and PostgreSQL that returns only the ToDos changed since this process last read the list, the
+store's `read_memory_rows`, see `graph.memory.change_log`), ranks the list, and keeps the result for the turn, keyed by
 the turn's user message: its second call (the answer after an update) shows the same memories, so the
 prompt's prefix stays the same for the endpoint's prompt cache, and the update node patches the items that
 selection chose without reading the list again. The tool answers tell the model what changed in between,
@@ -20,6 +20,7 @@ from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
 from langgraph.store.base import BaseStore
 
 from graph.configuration import Configuration
+from graph.memory.change_log import change_log
 from graph.memory.selection import (
     LISTS,
     Candidates,
@@ -66,19 +67,17 @@ def read_turn(store: BaseStore, user_id: str, wanted: Sequence[str], quotas: Quo
     """The user's memories, read once: one SQL statement on SQLite and PostgreSQL, else the store's own reads.
 
     On SQLite and PostgreSQL the statement returns only the ToDos changed since this process last read the list
-    (`graph.backends.todo_sql`), and only those are prepared again; the first read in a process reads them all.
+    (`graph.memory.change_log.ChangeLogStore.read_memory_rows`), and only those are prepared again; the first read in a process reads them all.
     """
-    from graph.backends.todo_changes import change_log
-    from graph.backends.todo_sql import memory_rows
-
-    if change_log(store) is None:
+    logged = change_log(store)
+    if logged is None:
         profile = read_profile(store, user_id)
         entries = list_entries(store, read_todos(store, user_id))
         return TurnRead(rank_entries(entries, wanted, quotas), profile.value if profile else None, read_instructions(store, user_id))
     list_id = (TODO, user_id)
     kept = LISTS.take(store, list_id)
     (mark, versions), prepared = kept if kept else ((None, {}), None)
-    rows = memory_rows(store, user_id, mark)
+    rows = logged.read_memory_rows(user_id, mark)
     if rows.whole:
         versions, prepared = {}, None
     changed: list[Entry] = []

@@ -9,7 +9,6 @@ from typing import Any
 from graph.backends.atomic import AtomicSqliteStore
 from graph.backends.atomic_postgres import AtomicPostgresStore
 from graph.backends.sqlite import connect, sqlite_with_extensions
-from graph.backends.todo_changes import install_postgres, install_sqlite
 
 
 class ProjectSqliteStore(AtomicSqliteStore):
@@ -29,7 +28,7 @@ class ProjectSqliteStore(AtomicSqliteStore):
     def setup(self) -> None:
         """LangGraph's tables, then the project's change log and triggers."""
         super().setup()
-        install_sqlite(self)
+        self.install_change_log()
 
 
 class ProjectPostgresStore(AtomicPostgresStore):
@@ -38,4 +37,4 @@ class ProjectPostgresStore(AtomicPostgresStore):
     def setup(self) -> None:
         """LangGraph's tables, then the project's change log and triggers."""
         super().setup()
-        install_postgres(self)
+        self.install_change_log()
