@@ -183,12 +183,39 @@ def test_a_forgotten_user_leaves_nothing_in_the_log_and_readers_read_afresh(data
     assert logged == {".".join(namespace(TODO, "other")): 5, ".".join(NS): 1}, "only the new ToDo of u is logged"
 
 
+def test_the_change_log_setup_runs_each_migration_once_and_then_only_those_a_database_lacks(database, monkeypatch):
+    with open_store(**database, embeddings="") as store:
+        store_class = type(store)
+        first = migrations_run(store, database)
+    # A later version of the store class adds a migration that can run only once (a plain CREATE TABLE).
+    added = (*store_class.CHANGE_LOG_MIGRATIONS, ("CREATE TABLE maistro_probe (id integer)",))
+    monkeypatch.setattr(store_class, "CHANGE_LOG_MIGRATIONS", added)
+    with open_store(**database, embeddings="") as store:
+        fill(store, "u", 3)
+    with open_store(**database, embeddings="") as store:  # a second run of the new migration would fail here
+        later = migrations_run(store, database)
+        found = tasks(store)
+
+    assert first == list(range(len(added) - 1))
+    assert later == list(range(len(added)))
+    assert len(found) == 3, "the ToDos written after the upgrade are logged and read"
+
+
+def migrations_run(store, database: dict) -> list[int]:
+    """The change log migrations the database records as run."""
+    return [row[0] for row in query(store, database, f"SELECT v FROM {todo_changes.MIGRATIONS} ORDER BY v")]
+
+
 def log_prefixes(store, database: dict) -> dict[str, int]:
     """How many log rows each prefix has, read straight from the database."""
-    statement = f"SELECT prefix, count(*) FROM {todo_changes.TABLE} GROUP BY prefix"
+    return dict(query(store, database, f"SELECT prefix, count(*) FROM {todo_changes.TABLE} GROUP BY prefix"))
+
+
+def query(store, database: dict, statement: str) -> list[tuple]:
+    """The rows of a statement run straight on the database (on PostgreSQL, through a connection of its own)."""
     if database["database_url"]:
         with psycopg.connect(database["database_url"]) as conn:
-            return dict(conn.execute(statement).fetchall())
+            return conn.execute(statement).fetchall()
     with store._cursor(transaction=False) as cur:
         cur.execute(statement)
-        return dict(cur.fetchall())
+        return cur.fetchall()

@@ -26,7 +26,7 @@ from typing import Any
 from langgraph.store.base import Op, PutOp, Result
 from langgraph.store.sqlite import SqliteStore
 
-from graph.backends.todo_changes import FORGET_LOG, FORGETS, PREFIX, TABLE, TodoChangeLog
+from graph.backends.todo_changes import FORGET_LOG, FORGETS, MIGRATIONS, PREFIX, TABLE, TodoChangeLog
 from graph.backends.todo_sql import KIND, STATEMENT, VERSION, statement_parameters
 from graph.memory.conditions import ConflictError, Unchanged
 from graph.memory.store import TODO
@@ -87,28 +87,30 @@ class AtomicSqliteStore(TodoChangeLog, ConditionalBatches, ChunkedPuts, SqliteSt
     """A `SqliteStore` whose batches commit when they succeed and roll back when anything in them fails, with the
     ToDo change log in SQLite's dialect (`graph.backends.todo_changes`)."""
 
-    # The log's table stamps a row with a number that grows with every write: INSERT OR REPLACE gives the
-    # (prefix, key) a new, higher `seq` (AUTOINCREMENT never reuses one).
-    CHANGE_LOG_TABLES = (
-        f"""CREATE TABLE IF NOT EXISTS {TABLE} (
+    # The log stamps a row with a number that grows with every write: INSERT OR REPLACE gives the (prefix, key)
+    # a new, higher `seq` (AUTOINCREMENT never reuses one).
+    CHANGE_LOG_MIGRATIONS = (
+        (
+            f"""CREATE TABLE IF NOT EXISTS {TABLE} (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, prefix TEXT NOT NULL, key TEXT NOT NULL, UNIQUE (prefix, key)
 )""",
-        f"CREATE INDEX IF NOT EXISTS {TABLE}_since ON {TABLE} (prefix, seq)",
-        f"CREATE TABLE IF NOT EXISTS {FORGETS} (id INTEGER PRIMARY KEY AUTOINCREMENT)",
-    )
-    CHANGE_LOG_TRIGGERS = tuple(
-        f"""CREATE TRIGGER IF NOT EXISTS {TABLE}_{event} AFTER {event} ON store
+            f"CREATE INDEX IF NOT EXISTS {TABLE}_since ON {TABLE} (prefix, seq)",
+            f"CREATE TABLE IF NOT EXISTS {FORGETS} (id INTEGER PRIMARY KEY AUTOINCREMENT)",
+            *(
+                f"""CREATE TRIGGER IF NOT EXISTS {TABLE}_{event} AFTER {event} ON store
 WHEN substr({row}.prefix, 1, {len(PREFIX)}) = '{PREFIX}'
 BEGIN
     INSERT OR REPLACE INTO {TABLE} (prefix, key) VALUES ({row}.prefix, {row}.key);
 END"""
-        for event, row in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD"))
+                for event, row in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD"))
+            ),
+        ),
     )
     CHANGE_LOG_BACKFILL = f"""INSERT OR IGNORE INTO {TABLE} (prefix, key)
 SELECT prefix, key FROM store WHERE substr(prefix, 1, {len(PREFIX)}) = '{PREFIX}'"""
-    CHANGE_LOG_INSTALLED = f"""SELECT count(*) = 5 FROM sqlite_master
+    CHANGE_LOG_PRESENT = f"""(SELECT count(*) = 5 FROM sqlite_master
 WHERE (type = 'table' AND name IN ('{TABLE}', '{FORGETS}'))
-OR (type = 'trigger' AND name IN ('{TABLE}_INSERT', '{TABLE}_UPDATE', '{TABLE}_DELETE'))"""
+OR (type = 'trigger' AND name IN ('{TABLE}_INSERT', '{TABLE}_UPDATE', '{TABLE}_DELETE')))"""
     # A restore through SQLite's backup API or from an SQL dump changes the schema version.
     CHANGE_LOG_IDENTITY = "(SELECT schema_version FROM pragma_schema_version)"
     MEMORY_STATEMENT = STATEMENT.format(
@@ -162,14 +164,19 @@ OR (type = 'trigger' AND name IN ('{TABLE}_INSERT', '{TABLE}_UPDATE', '{TABLE}_D
         """Give the set-up store's database the change log and its triggers, log the ToDos it lacks, and read the
         store through the log from now on."""
         with self._cursor(begin="BEGIN IMMEDIATE") as cur:
-            for statement in [*self.CHANGE_LOG_TABLES, *self.CHANGE_LOG_TRIGGERS, self.CHANGE_LOG_BACKFILL]:
-                cur.execute(statement)
+            cur.execute(f"CREATE TABLE IF NOT EXISTS {MIGRATIONS} (v INTEGER PRIMARY KEY)")
+            cur.execute(f"SELECT {self.CHANGE_LOG_PRESENT}, (SELECT coalesce(max(v), -1) FROM {MIGRATIONS})")
+            for version, statements in self._pending_migrations(*cur.fetchone()):
+                for statement in statements:
+                    cur.execute(statement)
+                cur.execute(f"INSERT OR IGNORE INTO {MIGRATIONS} (v) VALUES (?)", (version,))
+            cur.execute(self.CHANGE_LOG_BACKFILL)
         self.change_log_installed = True
 
     def change_log_present(self) -> bool:
         """Whether the database has the change log's tables and triggers (a restore may have taken them)."""
         with self._cursor(transaction=False) as cur:
-            cur.execute(self.CHANGE_LOG_INSTALLED)
+            cur.execute(f"SELECT {self.CHANGE_LOG_PRESENT}")
             return bool(cur.fetchone()[0])
 
     def forget_user_items(self, user_id: str, deletions: Sequence[PutOp]) -> None:

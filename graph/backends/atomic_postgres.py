@@ -14,7 +14,7 @@ from psycopg.errors import DeadlockDetected, SerializationFailure
 from psycopg.rows import dict_row, tuple_row
 
 from graph.backends.atomic import ChunkedPuts, ConditionalBatches, prefix_of
-from graph.backends.todo_changes import FORGET_LOG, FORGETS, PREFIX, TABLE, TodoChangeLog
+from graph.backends.todo_changes import FORGET_LOG, FORGETS, MIGRATIONS, PREFIX, TABLE, TodoChangeLog
 from graph.backends.todo_sql import CREATED_AT, KIND, STATEMENT, VERSION, statement_parameters
 from graph.memory.conditions import ConflictError, Unchanged
 
@@ -50,12 +50,14 @@ class AtomicPostgresStore(TodoChangeLog, ConditionalBatches, ChunkedPuts, Postgr
 
     # pg_current_xact_id() and xid8, which the change log is stamped with, came in PostgreSQL 13.
     OLDEST_SERVER = 130000
-    # The log stamps a row with the writing transaction's id.
-    CHANGE_LOG_SETUP = (
-        f"CREATE TABLE IF NOT EXISTS {TABLE} (prefix text NOT NULL, key text NOT NULL, xid xid8 NOT NULL, PRIMARY KEY (prefix, key))",
-        f"CREATE INDEX IF NOT EXISTS {TABLE}_since ON {TABLE} (prefix, xid)",
-        f"CREATE TABLE IF NOT EXISTS {FORGETS} (id bigserial PRIMARY KEY)",
-        f"""CREATE OR REPLACE FUNCTION {TABLE}_log() RETURNS trigger LANGUAGE plpgsql AS $$
+    # The log stamps a row with the writing transaction's id. PostgreSQL 13 has no CREATE OR REPLACE TRIGGER:
+    # a trigger is dropped and created again, in the migration's transaction.
+    CHANGE_LOG_MIGRATIONS = (
+        (
+            f"CREATE TABLE IF NOT EXISTS {TABLE} (prefix text NOT NULL, key text NOT NULL, xid xid8 NOT NULL, PRIMARY KEY (prefix, key))",
+            f"CREATE INDEX IF NOT EXISTS {TABLE}_since ON {TABLE} (prefix, xid)",
+            f"CREATE TABLE IF NOT EXISTS {FORGETS} (id bigserial PRIMARY KEY)",
+            f"""CREATE OR REPLACE FUNCTION {TABLE}_log() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     changed store%ROWTYPE;
 BEGIN
@@ -65,19 +67,20 @@ BEGIN
     RETURN NULL;
 END
 $$""",
-    )
-    CHANGE_LOG_TRIGGERS = (
-        f"""CREATE TRIGGER {TABLE}_written AFTER INSERT OR UPDATE ON store FOR EACH ROW
+            f"DROP TRIGGER IF EXISTS {TABLE}_written ON store",
+            f"""CREATE TRIGGER {TABLE}_written AFTER INSERT OR UPDATE ON store FOR EACH ROW
 WHEN (left(NEW.prefix, {len(PREFIX)}) = '{PREFIX}') EXECUTE FUNCTION {TABLE}_log()""",
-        f"""CREATE TRIGGER {TABLE}_deleted AFTER DELETE ON store FOR EACH ROW
+            f"DROP TRIGGER IF EXISTS {TABLE}_deleted ON store",
+            f"""CREATE TRIGGER {TABLE}_deleted AFTER DELETE ON store FOR EACH ROW
 WHEN (left(OLD.prefix, {len(PREFIX)}) = '{PREFIX}') EXECUTE FUNCTION {TABLE}_log()""",
+        ),
     )
     CHANGE_LOG_BACKFILL = f"""INSERT INTO {TABLE} (prefix, key, xid)
 SELECT prefix, key, pg_current_xact_id() FROM store WHERE left(prefix, {len(PREFIX)}) = '{PREFIX}'
 ON CONFLICT (prefix, key) DO NOTHING"""
-    CHANGE_LOG_INSTALLED = f"""SELECT to_regclass('{TABLE}') IS NOT NULL AND to_regclass('{FORGETS}') IS NOT NULL
+    CHANGE_LOG_PRESENT = f"""(to_regclass('{TABLE}') IS NOT NULL AND to_regclass('{FORGETS}') IS NOT NULL
 AND (SELECT count(*) FROM pg_trigger WHERE tgrelid = to_regclass('store')
-     AND tgname IN ('{TABLE}_written', '{TABLE}_deleted')) = 2 AS installed"""
+     AND tgname IN ('{TABLE}_written', '{TABLE}_deleted')) = 2)"""
     # TRUNCATE and a restore give a table new files; another database or server has another oid or identifier.
     CHANGE_LOG_IDENTITY = f"""concat_ws('/', (SELECT oid FROM pg_database WHERE datname = current_database()),
     pg_relation_filenode('store'), pg_relation_filenode('{TABLE}'), pg_relation_filenode('{FORGETS}'),
@@ -129,15 +132,16 @@ SELECT 'mark', NULL, pg_snapshot_xmin(pg_current_snapshot())::text, NULL, NOW(),
         store through the log from now on. The caller holds the setup lock (`setup_lock`)."""
         with self._cursor(pipeline=True) as cur:  # one transaction (the store has no pipeline mode)
             cur.execute("SHOW server_version_num")
-            version = int(cur.fetchone()["server_version_num"])
-            if version < self.OLDEST_SERVER:
-                raise RuntimeError(f"task-maistro needs PostgreSQL 13 or later; this server is version {version // 10000}.")
-            for statement in self.CHANGE_LOG_SETUP:
-                cur.execute(statement, prepare=False)
-            cur.execute("SELECT 1 FROM pg_trigger WHERE tgname = %s AND tgrelid = 'store'::regclass", (f"{TABLE}_written",))
-            if cur.fetchone() is None:
-                for statement in self.CHANGE_LOG_TRIGGERS:
+            server = int(cur.fetchone()["server_version_num"])
+            if server < self.OLDEST_SERVER:
+                raise RuntimeError(f"task-maistro needs PostgreSQL 13 or later; this server is version {server // 10000}.")
+            cur.execute(f"CREATE TABLE IF NOT EXISTS {MIGRATIONS} (v integer PRIMARY KEY)", prepare=False)
+            cur.execute(f"SELECT {self.CHANGE_LOG_PRESENT} AS present, (SELECT coalesce(max(v), -1) FROM {MIGRATIONS}) AS v")
+            found = cur.fetchone()
+            for version, statements in self._pending_migrations(found["present"], found["v"]):
+                for statement in statements:
                     cur.execute(statement, prepare=False)
+                cur.execute(f"INSERT INTO {MIGRATIONS} (v) VALUES (%s) ON CONFLICT DO NOTHING", (version,))
             cur.execute(self.CHANGE_LOG_BACKFILL, prepare=False)
         self.change_log_installed = True
 
@@ -149,8 +153,8 @@ SELECT 'mark', NULL, pg_snapshot_xmin(pg_current_snapshot())::text, NULL, NOW(),
     def change_log_present(self) -> bool:
         """Whether the database has the change log's tables and triggers (a restore may have taken them)."""
         with self._cursor() as cur:
-            cur.execute(self.CHANGE_LOG_INSTALLED)
-            return bool(cur.fetchone()["installed"])
+            cur.execute(f"SELECT {self.CHANGE_LOG_PRESENT} AS present")
+            return bool(cur.fetchone()["present"])
 
     def forget_user_items(self, user_id: str, deletions: Sequence[PutOp]) -> None:
         """Delete a user's items (`deletions`) and their ToDos' log rows in one transaction, which locks the store

@@ -23,10 +23,13 @@ or the log is missing (a backup from before the log existed), the reader install
 
 `TodoChangeLog` is what the project's store classes share: the read through the log and its recovery. Each
 class holds its dialect's SQL (`graph.backends.atomic.AtomicSqliteStore`,
-`graph.backends.atomic_postgres.AtomicPostgresStore`): its `install_change_log` creates the tables and
-triggers when our storage opens and when a reader found a reset (idempotent), and logs every stored ToDo the
-log lacks, in the same transaction. Until it ran, the memory code reads the store through its own API
-(`graph.memory.change_log.change_log`).
+`graph.backends.atomic_postgres.AtomicPostgresStore`): its `install_change_log` runs when our storage opens
+and when a reader found a reset, and logs every stored ToDo the log lacks, in one transaction. The tables and
+triggers come from the class's `CHANGE_LOG_MIGRATIONS`, run in order like LangGraph's store migrations: each
+database records in `MIGRATIONS` the ones it has, and gets only those it lacks. A database whose log is not
+all there (a restore took part of it) runs them all again, so each migration may run again safely where it
+already ran (`IF NOT EXISTS`, `OR REPLACE`). Until the log was installed for a store, the memory code reads
+the store through its own API (`graph.memory.change_log.change_log`).
 """
 
 from collections.abc import Sequence
@@ -41,6 +44,8 @@ from graph.memory.store import TODO
 PREFIX = f"{TODO}."
 TABLE = "maistro_todo_changes"
 FORGETS = "maistro_todo_forgets"
+# Which of a store class's `CHANGE_LOG_MIGRATIONS` the database has run, by their index.
+MIGRATIONS = "maistro_todo_changes_migrations"
 # Log rows of a forgotten user's namespace whose ToDo is gone (a ToDo written while the forget ran keeps its row).
 FORGET_LOG = f"""DELETE FROM {TABLE} WHERE prefix = {{todo}}
 AND NOT EXISTS (SELECT 1 FROM store WHERE store.prefix = {TABLE}.prefix AND store.key = {TABLE}.key)"""
@@ -75,6 +80,14 @@ class TodoChangeLog:
 
     def _changed_rows(self, user_id: str, position: Any) -> tuple[list[tuple], Any]:
         raise NotImplementedError
+
+    CHANGE_LOG_MIGRATIONS: Sequence[Sequence[str]] = ()
+
+    def _pending_migrations(self, present: bool, version: int) -> list[tuple[int, Sequence[str]]]:
+        """The migrations a database needs, with their indexes: those after `version`, the last one it ran,
+        or all of them when its log is not all `present`."""
+        start = version + 1 if present else 0
+        return list(enumerate(self.CHANGE_LOG_MIGRATIONS))[start:]
 
     def _log_present_after(self, error: Exception) -> bool:
         """Whether the change log is in place after a read failed with `error`: then it failed for another reason.
