@@ -28,7 +28,7 @@ and when a reader found a reset, and logs every stored ToDo the log lacks, in on
 triggers come from the class's `CHANGE_LOG_MIGRATIONS`, run in order like LangGraph's store migrations: each
 database records in `MIGRATIONS` the ones it has, and gets only those it lacks. A database whose log is not
 all there (a restore took part of it) runs them all again, so each migration may run again safely where it
-already ran (`IF NOT EXISTS`, `OR REPLACE`). Until the log was installed for a store, the memory code reads
+already ran (`IF NOT EXISTS`, `OR REPLACE`, `DROP ... IF EXISTS` first). Until the log was installed for a store, the memory code reads
 the store through its own API (`graph.memory.change_log.change_log`).
 """
 
