@@ -161,3 +161,12 @@ def agent(request, model: ScriptedChatModel, tmp_path: Path):
     agent = build_graph(tmp_path / "data", database_url=database_url, chat_model=lambda _settings: model)
     yield agent
     close_graph(agent)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database(request, tmp_path: Path) -> dict:
+    """Where one database lives, as `open_store` arguments (no semantic index): SQLite in a directory, or a fresh
+    PostgreSQL database."""
+    if request.param == "sqlite":
+        return {"data_dir": tmp_path / "data", "database_url": "", "embeddings": ""}
+    return {"data_dir": None, "database_url": request.getfixturevalue("fresh_database"), "embeddings": ""}

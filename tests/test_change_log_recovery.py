@@ -8,7 +8,6 @@ import threading
 from contextlib import ExitStack
 
 import psycopg
-import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.postgres import PostgresStore
 from langgraph.store.sqlite import SqliteStore
@@ -19,21 +18,9 @@ from graph.memory import admin
 from graph.memory.context import select_todos
 from graph.memory.store import TODO, namespace
 from tests.support import postgres_server
-from tests.support.helpers import fill
+from tests.support.helpers import chore, fill
 
 NS = namespace(TODO, "u")
-
-
-def chore(task: str) -> dict:
-    return {"task": task, "time_to_complete": 5, "deadline": None, "solutions": [], "status": "not started"}
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def database(request, tmp_path) -> dict:
-    """Where one database lives, as `open_store` arguments: SQLite in a directory, or a fresh PostgreSQL database."""
-    if request.param == "sqlite":
-        return {"data_dir": tmp_path / "data", "database_url": "", "embeddings": ""}
-    return {"data_dir": None, "database_url": request.getfixturevalue("fresh_database"), "embeddings": ""}
 
 
 def agent_view(store) -> set[str]:

@@ -19,21 +19,9 @@ from graph.backends.todo_changes import TodoChangeLog
 from graph.memory.admin import forget_user
 from graph.memory.context import select_todos
 from graph.memory.store import TODO, namespace
-from tests.support.helpers import fill
+from tests.support.helpers import chore, fill
 
 NS = namespace(TODO, "u")
-
-
-def chore(task: str) -> dict:
-    return {"task": task, "time_to_complete": 5, "deadline": None, "solutions": [], "status": "not started"}
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def database(request, tmp_path) -> dict:
-    """Where one database lives, as `open_store` arguments: SQLite in a directory, or a fresh PostgreSQL database."""
-    if request.param == "sqlite":
-        return {"data_dir": tmp_path / "data", "database_url": ""}
-    return {"data_dir": None, "database_url": request.getfixturevalue("fresh_database")}
 
 
 @pytest.fixture
@@ -62,7 +50,7 @@ def total(store) -> int:
 
 
 def test_a_read_fetches_only_the_rows_changed_since_the_last(database, fetched):
-    with open_store(**database, embeddings="") as store:
+    with open_store(**database) as store:
         fill(store, "u", 300)
         tasks(store)
         tasks(store)
@@ -75,7 +63,7 @@ def test_a_read_fetches_only_the_rows_changed_since_the_last(database, fetched):
 
 
 def test_writes_through_another_connection_are_seen_by_the_next_read(database, fetched):
-    with open_store(**database, embeddings="") as reader, open_store(**database, embeddings="") as writer:
+    with open_store(**database) as reader, open_store(**database) as writer:
         fill(writer, "u", 200)
         assert tasks(reader, "okapi") & {"Brush the okapi", "Groom the okapi"} == set()
         writer.put(NS, "new", chore("Groom the okapi"))
@@ -89,7 +77,7 @@ def test_writes_through_another_connection_are_seen_by_the_next_read(database, f
 
 
 def test_a_deleted_then_recreated_key_is_read_again(database, fetched):
-    with open_store(**database, embeddings="") as reader, open_store(**database, embeddings="") as writer:
+    with open_store(**database) as reader, open_store(**database) as writer:
         fill(writer, "u", 50)
         tasks(reader)
         # The newest row goes and another takes its place (SQLite reuses the rowid), then a key comes back.
@@ -106,7 +94,7 @@ def test_a_deleted_then_recreated_key_is_read_again(database, fetched):
 
 
 def test_expired_items_leave_the_list(database, fetched):
-    with open_store(**database, embeddings="") as reader, open_store(**database, embeddings="") as writer:
+    with open_store(**database) as reader, open_store(**database) as writer:
         fill(writer, "u", 40)
         writer.put(NS, "soon", chore("Feed the okapi"), ttl=1 / 60)  # a second
         assert "Feed the okapi" in tasks(reader, "okapi")
@@ -149,7 +137,7 @@ def test_a_database_without_the_change_log_gets_it_when_it_opens(database, fetch
             stack.callback(plain.conn.close)
         plain.setup()
         fill(plain, "u", 100)
-        store = stack.enter_context(open_store(**database, embeddings=""))
+        store = stack.enter_context(open_store(**database))
         assert len(tasks(store)) == 30
         plain.put(NS, "new", chore("Groom the okapi"))
         found = tasks(store, "okapi")
@@ -168,7 +156,7 @@ def test_a_postgresql_server_too_old_for_the_change_log_is_refused_with_a_senten
 def test_a_forgotten_user_leaves_nothing_in_the_log_and_readers_read_afresh(database, fetched):
     from langgraph.checkpoint.memory import InMemorySaver
 
-    with open_store(**database, embeddings="") as reader, open_store(**database, embeddings="") as writer:
+    with open_store(**database) as reader, open_store(**database) as writer:
         fill(writer, "u", 30)
         fill(writer, "other", 5)
         assert len(tasks(reader)) == 30
@@ -184,15 +172,15 @@ def test_a_forgotten_user_leaves_nothing_in_the_log_and_readers_read_afresh(data
 
 
 def test_the_change_log_setup_runs_each_migration_once_and_then_only_those_a_database_lacks(database, monkeypatch):
-    with open_store(**database, embeddings="") as store:
+    with open_store(**database) as store:
         store_class = type(store)
         first = migrations_run(store, database)
     # A later version of the store class adds a migration that can run only once (a plain CREATE TABLE).
     added = (*store_class.CHANGE_LOG_MIGRATIONS, ("CREATE TABLE maistro_probe (id integer)",))
     monkeypatch.setattr(store_class, "CHANGE_LOG_MIGRATIONS", added)
-    with open_store(**database, embeddings="") as store:
+    with open_store(**database) as store:
         fill(store, "u", 3)
-    with open_store(**database, embeddings="") as store:  # a second run of the new migration would fail here
+    with open_store(**database) as store:  # a second run of the new migration would fail here
         later = migrations_run(store, database)
         found = tasks(store)
 

@@ -87,3 +87,8 @@ def fill(store, user_id: str, count: int, status: str = "not started") -> None:
             for n in range(count)
         ]
     )
+
+
+def chore(task: str) -> dict:
+    """A ToDo document as the agent stores it: `task`, not started, nothing else filled in."""
+    return {"task": task, "time_to_complete": 5, "deadline": None, "solutions": [], "status": "not started"}
