@@ -18,9 +18,10 @@ Aegra (`aegra serve`). Everything else in `graph.server` is written once and ask
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langgraph.store.base import BaseStore
+if TYPE_CHECKING:
+    from langgraph.store.base import BaseStore
 
 AEGRA = "aegra"
 LANGGRAPH_API = "langgraph-api"
