@@ -103,8 +103,14 @@ def test_the_embedding_server_embeds_as_ollama_does_and_refuses_bad_input_with_a
     assert all(response.json()["error"].count(".") <= 1 for response in refused)
 
 
-def test_info_is_aegras_with_crons_off_while_auth_refuses_them(instances):
+def test_the_server_guard_stands_in_front_of_aegras_routes_and_info_is_aegras_with_crons_off(instances):
     assert httpx.get(f"{instances[0]}/info").status_code == 401, "the server guard stands in front of Aegra too"
+    foreign = httpx.post(
+        f"{instances[0]}/threads/search", json={}, headers={"X-Api-Key": TOKENS[USERS[0]], "Origin": "https://evil.example"}
+    )
+    assert foreign.status_code == 403 and "MAISTRO_CORS_ORIGINS" in foreign.json()["detail"], "Aegra's own routes too"
+    wrong_token = httpx.post(f"{instances[0]}/threads/search", json={}, headers={"X-Api-Key": "x" * 20})
+    assert wrong_token.json()["detail"] == "Unknown or expired token.", "the guard's 401, before Aegra's"
     info = httpx.get(f"{instances[0]}/info", headers={"X-Api-Key": TOKENS[USERS[0]]}).json()
     assert info["name"] == "Aegra" and info["flags"]["crons"] is False
 
