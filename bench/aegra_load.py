@@ -27,10 +27,11 @@ import psutil
 from langgraph_sdk import get_client
 
 from bench.chore_endpoint import ADD, ChoreEndpoint
-from graph.memory.store import TODO, user_label
+from graph.memory.store import user_label
 from tests.support import postgres_server
 from tests.support.aegra_server import aegra_instances, redis_server
 from tests.support.langgraph_server import GRAPH_ID, langgraph_dev, token_environment
+from tests.support.stored_names import TODO
 
 LONE_TURNS = 5
 TOKEN_LENGTH = 24

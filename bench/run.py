@@ -41,8 +41,9 @@ from bench.postgres_counts import counting_statements, server_transactions
 from bench.trust import print_trust
 from graph import build_graph, close_graph
 from graph.memory.admin import last_thread
-from graph.memory.store import TODO, namespace
+from graph.memory.store import namespace
 from tests.support import postgres_server
+from tests.support.stored_names import TODO
 
 CHORES = ["Water the plants", "Pay the electricity bill", "Renew passport", "Call grandma", "Clean gutters"]
 LARGE_LIST = 10_000

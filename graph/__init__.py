@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from graph.backends.model import ModelNotConfiguredError, ensure_model_configured, load_chat_model
     from graph.backends.storage import close_storage, default_data_dir, open_storage, open_store
     from graph.configuration import Configuration
+    from graph.memory.kinds import DEFAULT_MEMORY_KINDS, MemoryKind
     from graph.settings import Settings, SettingsError, current_settings
 
 _EXPORTS = {
@@ -22,6 +23,8 @@ _EXPORTS = {
     "create_builder": "graph.agent",
     "open_graph": "graph.agent",
     "Configuration": "graph.configuration",
+    "DEFAULT_MEMORY_KINDS": "graph.memory.kinds",
+    "MemoryKind": "graph.memory.kinds",
     "ModelNotConfiguredError": "graph.backends.model",
     "ensure_model_configured": "graph.backends.model",
     "load_chat_model": "graph.backends.model",
@@ -35,7 +38,9 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "DEFAULT_MEMORY_KINDS",
     "Configuration",
+    "MemoryKind",
     "ModelNotConfiguredError",
     "Settings",
     "SettingsError",

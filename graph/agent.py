@@ -25,6 +25,7 @@ from graph.backends.model import ChatModelFactory, ModelCallBudget, load_chat_mo
 from graph.backends.storage import close_storage, open_storage
 from graph.configuration import Configuration
 from graph.durability import durability_config
+from graph.memory.kinds import INSTRUCTIONS, PROFILE, TODO
 from graph.nodes.chat import task_maistro
 from graph.nodes.update_instructions import update_instructions
 from graph.nodes.update_profile import update_profile
@@ -33,9 +34,9 @@ from graph.state import InputState, State
 from graph.thread.tool_calls import pending_update_calls
 
 UPDATE_NODES = {
-    "user": ("update_profile", update_profile),
-    "todo": ("update_todos", update_todos),
-    "instructions": ("update_instructions", update_instructions),
+    PROFILE.update_type: ("update_profile", update_profile),
+    TODO.update_type: ("update_todos", update_todos),
+    INSTRUCTIONS.update_type: ("update_instructions", update_instructions),
 }
 NODE_FOR_UPDATE_TYPE = {update_type: name for update_type, (name, _) in UPDATE_NODES.items()}
 UpdateNode = Literal["update_profile", "update_todos", "update_instructions"]

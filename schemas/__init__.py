@@ -1,4 +1,4 @@
-"""Pydantic models: the `UpdateMemory` routing tool and the stored shapes (three memories, history entries).
+"""Pydantic models: the `UpdateMemory` routing tool, the default memories' shapes and history entries.
 
 The names (`UpdateMemory`, `update_type`, `Profile`, `ToDo`) and field names follow the LangChain Academy
 task_mAIstro tutorial: clients and saved data depend on them. Every schema carries a docstring and field
@@ -69,28 +69,6 @@ class Instructions(BaseModel):
     memory: str = Field(description="The instructions, as free text.")
 
 
-class StoredProfile(Profile):
-    """A profile document as the store keeps it: only `Profile`'s fields, each of its exact JSON type."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class StoredToDo(ToDo):
-    """A ToDo document as the store keeps it: only `ToDo`'s fields, each of its exact JSON type."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-MemoryKind = Literal["profile", "todo", "instructions"]
-
-# The shape of each memory kind's documents in the store (validate their JSON: dates are ISO 8601 strings).
-STORED_DOCUMENTS: dict[str, type[BaseModel]] = {
-    "profile": StoredProfile,
-    "todo": StoredToDo,
-    "instructions": Instructions,
-}
-
-
 class HistoryEntry(BaseModel):
     """One recorded change to a memory document: what it was before and after, and the message behind it.
 
@@ -105,7 +83,7 @@ class HistoryEntry(BaseModel):
     time: str = Field(description="When the change was written, ISO 8601 with a UTC offset.")
     order: int = Field(ge=0, description="Position among the changes written at the same time.")
     thread_id: str = Field(description="The thread whose turn made the change ('' for CLI edits and undos).")
-    kind: MemoryKind = Field(description="Which memory changed.")
+    kind: str = Field(min_length=1, description="Which memory changed (its kind's name: its store namespace).")
     message: str = Field(description="The user's message that caused the change, secrets redacted.")
     action: Literal["created", "updated", "deleted"] = Field(description="What happened to the document.")
     key: str = Field(min_length=1, description="The document's store key.")

@@ -12,10 +12,12 @@ from langgraph.store.postgres import PostgresStore
 from langgraph.store.sqlite import SqliteStore
 
 from graph.app.scripted_model import calls, patch_where, replace, route, say, todo
+from graph.memory import kinds
 from graph.memory.admin import EXPORT_FORMAT, import_memories, user_items
 from graph.memory.changes import ChangeContext, MemoryChange, list_history, record_changes, undo_change
-from graph.memory.store import HISTORY, TODO, namespace
+from graph.memory.store import HISTORY, namespace
 from tests.support.helpers import config, todos, turn
+from tests.support.stored_names import TODO
 
 RENT = {"task": "Pay rent", "solutions": ["Bank app"], "status": "not started"}
 CONTEXT = ChangeContext(thread_id="t", message="Remind me to pay rent.", seed="seed")
@@ -49,12 +51,12 @@ def test_a_change_whose_history_entry_fails_is_not_written_either(agent):
     created = MemoryChange("created", "rent", None, RENT)
 
     with failing_after(agent.store, 1), pytest.raises(InjectedFailure):
-        record_changes(agent.store, "Lance", TODO, [created], CONTEXT)
+        record_changes(agent.store, "Lance", kinds.TODO, [created], CONTEXT)
 
     assert agent.store.get(namespace(TODO, "Lance"), "rent") is None, "the change was rolled back with its entry"
     assert list_history(agent.store, "Lance") == []
 
-    record_changes(agent.store, "Lance", TODO, [created], CONTEXT)
+    record_changes(agent.store, "Lance", kinds.TODO, [created], CONTEXT)
     assert agent.store.get(namespace(TODO, "Lance"), "rent").value == RENT
     assert [entry["key"] for entry in list_history(agent.store, "Lance")] == ["rent"]
 
@@ -79,7 +81,7 @@ def test_a_turn_whose_commit_fails_changes_nothing_and_resumes(agent, model):
 
 
 def test_an_undo_that_fails_leaves_the_memory_and_history_as_they_were(agent):
-    record_changes(agent.store, "Lance", TODO, [MemoryChange("created", "rent", None, RENT)], CONTEXT)
+    record_changes(agent.store, "Lance", kinds.TODO, [MemoryChange("created", "rent", None, RENT)], CONTEXT)
 
     with failing_after(agent.store, 1), pytest.raises(InjectedFailure):
         undo_change(agent.store, "Lance")

@@ -16,9 +16,10 @@ from graph.backends.sqlite import DATABASE_FILE, connect
 from graph.backends.storage import open_store
 from graph.memory import admin
 from graph.memory.context import select_todos
-from graph.memory.store import TODO, namespace
+from graph.memory.store import namespace
 from tests.support import postgres_server
 from tests.support.helpers import chore, fill
+from tests.support.stored_names import TODO
 
 NS = namespace(TODO, "u")
 

@@ -45,7 +45,8 @@ from langgraph.graph.state import CompiledStateGraph
 
 from graph import build_graph, close_graph
 from graph.app.session import ChatSession
-from graph.memory.store import read_instructions, read_profile, read_todos
+from graph.memory.kinds import INSTRUCTIONS, PROFILE, TODO
+from graph.memory.store import read_kind, read_text
 from tests.support.bookkeeping import assert_tool_calls_answered
 from tests.support.crash_worker import BY_TEXT, PLAN, SLOW_DISK_TEXT, THREAD, USER, Message
 from tests.support.openai_stub import OpenAIStub, StubError, text_reply, tool_calls_reply, tool_names
@@ -164,11 +165,11 @@ class Memories:
     @classmethod
     def read(cls, store) -> "Memories":
         """Read the user's ToDos (by key), profile interests and instructions."""
-        profile = read_profile(store, USER)
+        profile = read_kind(store, PROFILE, USER)
         return cls(
-            {item.key: item.value for item in read_todos(store, USER)},
-            tuple(profile.value.get("interests", [])) if profile else (),
-            read_instructions(store, USER),
+            {item.key: item.value for item in read_kind(store, TODO, USER)},
+            tuple(profile[0].value.get("interests", [])) if profile else (),
+            read_text(store, INSTRUCTIONS, USER),
         )
 
     def task_counts(self) -> Counter:
@@ -447,11 +448,11 @@ def test_a_turn_killed_right_after_its_todo_write_is_retried_without_a_second_to
     model = task_keeper()
     agent = build_graph(tmp_path, chat_model=lambda _settings: model)
     try:
-        assert [item.value["task"] for item in read_todos(agent.store, USER)] == ["water the plants"]
+        assert [item.value["task"] for item in read_kind(agent.store, TODO, USER)] == ["water the plants"]
         for _event in ChatSession(agent, USER, THREAD).send(SLOW_DISK_TEXT):
             pass
         messages = agent.get_state(CONFIG).values["messages"]
-        tasks = [item.value["task"] for item in read_todos(agent.store, USER)]
+        tasks = [item.value["task"] for item in read_kind(agent.store, TODO, USER)]
     finally:
         close_graph(agent)
 

@@ -16,10 +16,11 @@ from graph.app.scripted_model import (
     todo,
 )
 from graph.memory.changes import HISTORY
-from graph.memory.store import TODO, namespace
+from graph.memory.store import namespace
 from graph.nodes.chat import MAX_RESUME_ATTEMPTS
 from tests.support.bookkeeping import assert_tool_calls_answered
 from tests.support.helpers import config, profile_of, todos, turn
+from tests.support.stored_names import TODO
 
 DENTIST = "Book a dentist appointment"
 

@@ -18,8 +18,9 @@ from graph.memory.admin import (
     user_items,
 )
 from graph.memory.changes import list_history, undo_change
-from graph.memory.store import HISTORY, PROFILE, TODO, namespace
+from graph.memory.store import HISTORY, namespace
 from tests.support.helpers import LANCE_PROFILE, SWIM_ITEM, before_import, todos, turn
+from tests.support.stored_names import PROFILE, TODO
 
 CARD = "4111 1111 1111 1111"
 

@@ -16,9 +16,9 @@ from graph.memory.admin import (
     user_threads,
 )
 from graph.memory.changes import HISTORY
-from graph.memory.store import INSTRUCTIONS, PROFILE, TODO
 from tests.support.helpers import LANCE_PROFILE, LOCK_ITEM, SWIM_ITEM, before_import, remember
 from tests.support.scripted_session import REQUEST, task_keeper
+from tests.support.stored_names import INSTRUCTIONS, PROFILE, TODO
 
 
 @pytest.fixture

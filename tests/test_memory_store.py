@@ -3,7 +3,8 @@
 import pytest
 from langgraph.store.memory import InMemoryStore
 
-from graph.memory.store import TODO, namespace, search_all, user_from_label, user_label
+from graph.memory.store import namespace, search_all, user_from_label, user_label
+from tests.support.stored_names import TODO
 
 
 @pytest.mark.parametrize("user_id", ["lance.martin@example.com", "a%2Eb", "张伟", "🦊 fox", "..", "Lance", "*", "a*b"])

@@ -5,8 +5,9 @@ from langgraph.store.base import PutOp
 
 from graph import build_graph, close_graph
 from graph.app.scripted_model import calls, existing_ids, patch, patch_where, remove_where, replace, route, say
-from graph.memory.store import TODO, namespace
+from graph.memory.store import namespace
 from tests.support.helpers import fill, todos, turn
+from tests.support.stored_names import TODO
 
 LARGE = 10_000
 DENTIST = ["Book the dentist", "Pay the dentist bill", "Find the dentist insurance form"]

@@ -6,8 +6,9 @@ from graph import build_graph, close_graph
 from graph.app.scripted_model import ScriptedChatModel
 from graph.backends.embeddings import index_config
 from graph.memory.context import select_todos
-from graph.memory.store import TODO, namespace
+from graph.memory.store import namespace
 from tests.support.helpers import fill
+from tests.support.stored_names import TODO
 
 SWIM = {"task": "给女儿报名游泳课", "status": "not started", "solutions": ["社区游泳馆"], "deadline": None,
         "time_to_complete": 30}

@@ -15,7 +15,8 @@ import pytest
 
 from graph import build_graph, close_storage, open_storage
 from graph.memory.admin import user_threads
-from graph.memory.store import read_todos
+from graph.memory.kinds import TODO
+from graph.memory.store import read_kind
 from tests.support.helpers import fill, remember
 from tests.support.openai_stub import text_reply, tool_calls_reply
 from tests.support.stub_script import update
@@ -116,7 +117,7 @@ def test_ctrl_c_during_a_turn_stops_within_a_second_and_the_next_chat_continues_
     state = agent.get_state({"configurable": {"thread_id": "t1"}})
     assert [m.type for m in state.values["messages"]] == types_after
     assert state.values["messages"][-2].text == "What is on my list?"
-    assert [item.value["task"] for item in read_todos(agent.store, "Lance")] == ["Book swim lessons"]
+    assert [item.value["task"] for item in read_kind(agent.store, TODO, "Lance")] == ["Book swim lessons"]
 
 
 def test_two_chats_on_one_thread_never_lose_a_message(stub, script, data_dir):

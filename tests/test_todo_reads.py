@@ -18,8 +18,9 @@ from graph.backends.storage import open_store
 from graph.backends.todo_changes import TodoChangeLog
 from graph.memory.admin import forget_user
 from graph.memory.context import select_todos
-from graph.memory.store import TODO, namespace
+from graph.memory.store import namespace
 from tests.support.helpers import chore, fill
+from tests.support.stored_names import TODO
 
 NS = namespace(TODO, "u")
 

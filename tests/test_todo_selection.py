@@ -10,10 +10,11 @@ from graph.app.scripted_model import patch_where, replace, route, say
 from graph.backends.storage import open_store
 from graph.memory.context import select_todos
 from graph.memory.selection import LISTS, deadline_of, entry, terms
-from graph.memory.store import TODO, namespace
+from graph.memory.store import namespace
 from graph.server.memory_page import open_first
 from graph.thread.tokens import count_tokens
 from tests.support.helpers import fill, todos, turn
+from tests.support.stored_names import TODO
 
 
 def test_short_lists_are_shown_whole():

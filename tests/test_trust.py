@@ -12,8 +12,9 @@ from graph.app.scripted_model import calls, patch_where, profile, remove_where, 
 from graph.app.session import change_notes
 from graph.memory.admin import export_memories, import_memories
 from graph.memory.changes import IrreversibleChangeError, UnknownChangeError, list_history, undo_change
-from graph.memory.store import HISTORY, TODO, namespace
+from graph.memory.store import HISTORY, namespace
 from tests.support.helpers import SWIM_ITEM, before_import, instructions_of, profile_of, remember, todos, turn
+from tests.support.stored_names import TODO
 
 CARD = "4111 1111 1111 1111"
 

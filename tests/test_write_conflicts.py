@@ -17,6 +17,7 @@ from langgraph.store.memory import InMemoryStore
 from graph.app.scripted_model import calls, doc_id_of, patch, replace, route, say, todo
 from graph.backends.sqlite import DATABASE_FILE
 from graph.backends.storage import open_store
+from graph.memory import kinds
 from graph.memory.changes import (
     ChangeContext,
     MemoryChange,
@@ -26,10 +27,11 @@ from graph.memory.changes import (
     undo_change,
 )
 from graph.memory.conditions import ConflictError
-from graph.memory.store import TODO, namespace
+from graph.memory.store import namespace
 from graph.server.memory_page import PageError, edit_todo
 from prompts import UPDATE_CONFLICT
 from tests.support.helpers import todos, turn
+from tests.support.stored_names import TODO
 
 WATER = "Water the plants"
 DEADLINE = "2026-12-04T17:00:00-08:00"
@@ -140,13 +142,13 @@ def test_an_undo_whose_document_keeps_changing_writes_nothing(agent, model, othe
 def assert_stale_and_repeated_changes_refused(store) -> None:
     """A change whose document moved since it was read, and one already committed under its seed, write nothing."""
     first = {"task": WATER, "solutions": ["Blue can"], "status": "not started"}
-    commit_changes(store, "Lance", TODO, [MemoryChange("created", "w", None, first)], CONTEXT)
+    commit_changes(store, "Lance", kinds.TODO, [MemoryChange("created", "w", None, first)], CONTEXT)
     stale = MemoryChange("created", "w", None, {**first, "status": "done"})
 
     with pytest.raises(ConflictError):
-        commit_changes(store, "Lance", TODO, [stale], ChangeContext("t", "m", "other seed"))
+        commit_changes(store, "Lance", kinds.TODO, [stale], ChangeContext("t", "m", "other seed"))
     with pytest.raises(ConflictError):
-        commit_changes(store, "Lance", TODO, [MemoryChange("updated", "w", first, first | {"status": "done"})], CONTEXT)
+        commit_changes(store, "Lance", kinds.TODO, [MemoryChange("updated", "w", first, first | {"status": "done"})], CONTEXT)
 
     assert store.get(namespace(TODO, "Lance"), "w").value == first
     assert len(list_history(store, "Lance")) == 1
@@ -190,10 +192,10 @@ def test_no_writer_slips_in_between_a_batch_check_and_its_write(agent, request, 
     created = MemoryChange("created", "w", None, mine)
     if request.node.callspec.params["agent"] == "postgres":
         with pytest.raises(ConflictError):  # the other write committed first, so this batch may not write
-            commit_changes(agent.store, "Lance", TODO, [created], CONTEXT)
+            commit_changes(agent.store, "Lance", kinds.TODO, [created], CONTEXT)
         expected, entries = theirs, 0
     else:
-        commit_changes(agent.store, "Lance", TODO, [created], CONTEXT)  # the batch held the write lock throughout
+        commit_changes(agent.store, "Lance", kinds.TODO, [created], CONTEXT)  # the batch held the write lock throughout
         expected, entries = mine, 1
 
     assert happened == ["written" if entries == 0 else "locked"]

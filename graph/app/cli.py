@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from graph.memory.store import INSTRUCTIONS, PROFILE, TODO, InvalidUserIdError, check_user_id
+from graph.memory.kinds import INSTRUCTIONS, PROFILE, TODO, MemoryKind
+from graph.memory.store import InvalidUserIdError, check_user_id
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
@@ -182,7 +183,7 @@ def _leave_now(code: int) -> NoReturn:
     os._exit(code)
 
 
-def _show(kind: str, user: str | None, as_json: bool, data_dir: Path | None) -> None:
+def _show(kind: MemoryKind, user: str | None, as_json: bool, data_dir: Path | None) -> None:
     from rich.console import Console
 
     from graph.app.tables import memory_view
@@ -191,7 +192,7 @@ def _show(kind: str, user: str | None, as_json: bool, data_dir: Path | None) -> 
     user_id = _user(user)
     with _store(data_dir) as store:
         if as_json:
-            typer.echo(json.dumps(export_memories(store, user_id)[kind], ensure_ascii=False, indent=2))
+            typer.echo(json.dumps(export_memories(store, user_id)[kind.name], ensure_ascii=False, indent=2))
         else:
             Console().print(memory_view(store, kind, user_id))
 

@@ -15,7 +15,7 @@ from graph.app.terminal import print_turn
 from graph.app.tutorial import USER, end_of_november, tutorial_turns
 from graph.configuration import Configuration
 from graph.memory.admin import user_items
-from graph.memory.store import INSTRUCTIONS, PROFILE, TODO
+from graph.memory.kinds import DEFAULT_MEMORY_KINDS
 
 BANNER = (
     "Scripted demo: the assistant's words come from a script, not from an AI model. The LangGraph graph, "
@@ -52,6 +52,6 @@ def run_demo(console: Console, data_dir: Path, *, temporary: bool = False) -> No
             console.print(Text.assemble(("\nyou › ", "bold cyan"), turn.message))
             print_turn(console, session.send(turn.message))
         console.print()
-        for kind in (PROFILE, TODO, INSTRUCTIONS):
+        for kind in DEFAULT_MEMORY_KINDS:
             console.print(memory_view(graph.store, kind, USER))
         console.print(NEXT_STEP, markup=False)

@@ -13,11 +13,10 @@ from langgraph.graph.state import CompiledStateGraph
 from graph.backends.thread_locks import ThreadLocks
 from graph.configuration import Configuration
 from graph.memory.changes import MemoryChange, list_history
-from graph.memory.store import INSTRUCTIONS, PROFILE, TODO
+from graph.memory.kinds import DEFAULT_MEMORY_KINDS, INSTRUCTIONS, PROFILE, TODO
 from graph.thread.tool_calls import last_human_message, pending_update_calls
 
 CHAT_NODE = "task_maistro"
-UPDATE_LABELS = {"user": "profile", "todo": "ToDo list", "instructions": "instructions"}
 
 
 @dataclass(frozen=True)
@@ -85,9 +84,9 @@ def change_notes(artifact: Mapping[str, Any] | None) -> list[str]:
 def _change_notes(artifact: Mapping[str, Any]) -> list[str]:
     changes = [MemoryChange(**change) for change in artifact.get("changes") or []]
     kind = artifact.get("kind")
-    if kind == TODO:
+    if kind == TODO.name:
         return [_todo_note(change) for change in changes]
-    if kind == PROFILE and changes:
+    if kind == PROFILE.name and changes:
         fields = dict.fromkeys(
             name
             for change in changes
@@ -95,7 +94,7 @@ def _change_notes(artifact: Mapping[str, Any]) -> list[str]:
             if (change.before or {}).get(name) or (change.after or {}).get(name)
         )
         return [f"Profile updated ({', '.join(fields)})"]
-    if kind == INSTRUCTIONS and changes:
+    if kind == INSTRUCTIONS.name and changes:
         return ["Instructions updated"]
     return []
 
@@ -119,7 +118,8 @@ def thread_owner(graph: CompiledStateGraph, thread_id: str) -> str | None:
 
 def updating_text(calls: Sequence[Mapping[str, Any]]) -> str:
     """What `UpdateMemory` calls are about to update, e.g. "Updating your profile and ToDo list…"."""
-    kinds = dict.fromkeys(UPDATE_LABELS[call["args"]["update_type"]] for call in calls)
+    titles = {kind.update_type: kind.title for kind in DEFAULT_MEMORY_KINDS}
+    kinds = dict.fromkeys(titles[call["args"]["update_type"]] for call in calls)
     return f"Updating your {' and '.join(kinds)}…"
 
 

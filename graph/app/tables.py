@@ -10,7 +10,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from graph.memory.store import KIND_NAMES, PROFILE, TODO, read_instructions, read_profile, read_todos
+from graph.memory.kinds import DEFAULT_MEMORY_KINDS, PROFILE, TODO, MemoryKind, UnknownKindError, kind_named
+from graph.memory.store import read_kind, read_text
 
 STATUS_STYLES = {"done": "green", "in progress": "yellow", "archived": "dim"}
 # What an undo did to the document, by the action it recorded.
@@ -68,14 +69,14 @@ def instructions_panel(text: str, user_id: str) -> RenderableType:
     return Panel(Text(text), title=f"Instructions of {user_id}", title_align="left")
 
 
-def memory_view(store: BaseStore, kind: str, user_id: str) -> RenderableType:
-    """The table (or panel) of one memory kind (`todo`, `profile`, `instructions`) of the user."""
-    if kind == TODO:
-        return todo_table(read_todos(store, user_id), user_id)
-    if kind == PROFILE:
-        profile = read_profile(store, user_id)
-        return profile_table(profile.value if profile else None, user_id)
-    return instructions_panel(read_instructions(store, user_id), user_id)
+def memory_view(store: BaseStore, kind: MemoryKind, user_id: str) -> RenderableType:
+    """The table (or panel) of one memory kind of the user."""
+    if kind.name == TODO.name:
+        return todo_table(read_kind(store, kind, user_id), user_id)
+    if kind.name == PROFILE.name:
+        profile = read_kind(store, kind, user_id)
+        return profile_table(profile[0].value if profile else None, user_id)
+    return instructions_panel(read_text(store, kind, user_id), user_id)
 
 
 def _summary(document: Mapping[str, Any] | None) -> str:
@@ -86,8 +87,11 @@ def _summary(document: Mapping[str, Any] | None) -> str:
 
 def undo_summary(entry: Mapping[str, Any]) -> str:
     """What an undo did, naming the ToDo by its task: e.g. 'ToDo "Fix the Yale lock" changed back'."""
-    name = KIND_NAMES.get(entry["kind"], entry["kind"])
-    if entry["kind"] == TODO:
+    try:
+        name = kind_named(DEFAULT_MEMORY_KINDS, entry["kind"]).label
+    except UnknownKindError:
+        name = entry["kind"]
+    if entry["kind"] == TODO.name:
         name = f'{name} "{_summary(entry["after"] or entry["before"])}"'
     return f"{name} {UNDONE[entry['action']]}"
 

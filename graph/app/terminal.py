@@ -20,7 +20,7 @@ from rich.text import Text
 from graph.app.session import ChatSession, Note, Notice, Progress, StoppedTurn, Token
 from graph.app.tables import memory_view
 from graph.backends.model import ModelUnavailableError
-from graph.memory.store import INSTRUCTIONS, PROFILE, TODO
+from graph.memory.kinds import INSTRUCTIONS, PROFILE, TODO
 
 COMMANDS = {
     "/todos": "show your ToDo list",

@@ -29,7 +29,7 @@ from langgraph.store.sqlite import SqliteStore
 from graph.backends.todo_changes import FORGET_LOG, FORGETS, MIGRATIONS, PREFIX, TABLE, TodoChangeLog
 from graph.backends.todo_sql import KIND, STATEMENT, VERSION, statement_parameters
 from graph.memory.conditions import ConflictError, Unchanged
-from graph.memory.store import TODO
+from graph.memory.kinds import TODO
 
 # Items per statement: 5 variables each stay under 999, the smallest cap SQLite builds use (PostgreSQL: 65,535).
 PUT_CHUNK = 150
@@ -193,4 +193,4 @@ OR (type = 'trigger' AND name IN ('{TABLE}_INSERT', '{TABLE}_UPDATE', '{TABLE}_D
         with self._cursor(transaction=False) as cur:
             cur.execute(self.MEMORY_STATEMENT, {**statement_parameters(user_id), "seen": seen})
             rows = cur.fetchall()
-        return rows, max((row[VERSION] for row in rows if row[KIND] == TODO), default=seen)
+        return rows, max((row[VERSION] for row in rows if row[KIND] == TODO.name), default=seen)

@@ -39,9 +39,9 @@ from langgraph.store.base import PutOp
 
 from graph.backends.todo_sql import log_state, memory_rows
 from graph.memory.change_log import MemoryRows
-from graph.memory.store import TODO
+from graph.memory.kinds import TODO
 
-PREFIX = f"{TODO}."
+PREFIX = f"{TODO.name}."
 TABLE = "maistro_todo_changes"
 FORGETS = "maistro_todo_forgets"
 # Which of a store class's `CHANGE_LOG_MIGRATIONS` the database has run, by their index.

@@ -23,7 +23,8 @@ import orjson
 from langgraph.store.base import Item
 
 from graph.memory.change_log import MemoryRows, TodoChange
-from graph.memory.store import INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, TODO, namespace
+from graph.memory.kinds import INSTRUCTIONS, PROFILE, TODO, MemoryKind
+from graph.memory.store import namespace
 
 # Every row is (kind, key, version, value, created_at, updated_at): kind "todo" (a changed ToDo; version: its
 # log number or transaction; no value when it is gone), "profile", "instructions", and on PostgreSQL "expired"
@@ -53,7 +54,7 @@ def statement_parameters(user_id: str) -> dict[str, str]:
         "todo": ".".join(namespace(TODO, user_id)),
         "profile": ".".join(namespace(PROFILE, user_id)),
         "instructions": ".".join(namespace(INSTRUCTIONS, user_id)),
-        "instructions_key": INSTRUCTIONS_KEY,
+        "instructions_key": INSTRUCTIONS.key,
     }
 
 
@@ -62,7 +63,7 @@ def log_state(rows: list[tuple]) -> tuple[Any, Any]:
     return next((row[VERSION], row[VALUE]) for row in rows if row[KIND] == "log")
 
 
-def _item(row: tuple, kind: str, user_id: str) -> Item:
+def _item(row: tuple, kind: MemoryKind, user_id: str) -> Item:
     return Item(
         value=orjson.loads(row[VALUE]), key=row[KEY], namespace=namespace(kind, user_id), created_at=row[CREATED_AT],
         updated_at=row[CREATED_AT + 1],
@@ -72,9 +73,9 @@ def _item(row: tuple, kind: str, user_id: str) -> Item:
 def memory_rows(rows: list[tuple], user_id: str, mark: Any, whole: bool) -> MemoryRows:
     """What the statement's rows say: the ToDo changes, the profile and the instructions, with the next `mark`."""
     changes = [
-        TodoChange(row[KEY], row[VERSION], _item(row, TODO, user_id) if row[KIND] == TODO and row[VALUE] is not None else None)
+        TodoChange(row[KEY], row[VERSION], _item(row, TODO, user_id) if row[KIND] == TODO.name and row[VALUE] is not None else None)
         for row in rows
-        if row[KIND] in (TODO, "expired")
+        if row[KIND] in (TODO.name, "expired")
     ]
-    documents = {row[KIND]: _item(row, row[KIND], user_id) for row in rows if row[KIND] in (PROFILE, INSTRUCTIONS)}
-    return MemoryRows(changes, documents.get(PROFILE), documents.get(INSTRUCTIONS), mark, whole)
+    documents = {kind.name: _item(row, kind, user_id) for row in rows for kind in (PROFILE, INSTRUCTIONS) if row[KIND] == kind.name}
+    return MemoryRows(changes, documents.get(PROFILE.name), documents.get(INSTRUCTIONS.name), mark, whole)

@@ -2,7 +2,7 @@
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -12,23 +12,12 @@ from pydantic import ValidationError
 
 from graph.memory.change_log import change_log
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, document_problem, validation_problem
+from graph.memory.kinds import DEFAULT_MEMORY_KINDS, MemoryKind, UnknownKindError, kind_named
 from graph.memory.redaction import redact, redact_text
-from graph.memory.store import (
-    HISTORY,
-    INSTRUCTIONS,
-    PAGE_SIZE,
-    PROFILE,
-    TODO,
-    UNSTORABLE_CHARACTERS,
-    namespace,
-    search_all,
-    user_label,
-)
+from graph.memory.store import HISTORY, PAGE_SIZE, UNSTORABLE_CHARACTERS, namespace, search_all, user_label
 from schemas import HistoryEntry
 
 EXPORT_FORMAT = "task-maistro memories v1"
-MEMORY_KINDS = (PROFILE, TODO, INSTRUCTIONS)
-SECTIONS = (*MEMORY_KINDS, HISTORY)
 MAX_KEY_LENGTH = 256
 # What the history says an imported document came from.
 IMPORT_MESSAGE = "Imported from an export"
@@ -40,13 +29,20 @@ class InvalidExportError(ValueError):
     """The data given to `import_memories` is not a task-maistro memory export."""
 
 
-def export_memories(store: BaseStore, user_id: str) -> dict[str, Any]:
-    """All of the user's memories and their change history: for each section, store key → value, keys sorted."""
+def sections(kinds: Sequence[MemoryKind]) -> tuple[str, ...]:
+    """An export's sections: one per memory kind, by name, then the history."""
+    return (*(kind.name for kind in kinds), HISTORY)
+
+
+def export_memories(
+    store: BaseStore, user_id: str, kinds: Sequence[MemoryKind] = DEFAULT_MEMORY_KINDS
+) -> dict[str, Any]:
+    """All of the user's memories of `kinds` and their change history: for each section, store key → value, keys sorted."""
     exported: dict[str, Any] = {"format": EXPORT_FORMAT}
-    for kind in SECTIONS:
-        ns = namespace(kind, user_id)
+    for section in sections(kinds):
+        ns = namespace(section, user_id)
         items = [item for item in search_all(store, ns) if item.namespace == ns]
-        exported[kind] = {item.key: item.value for item in sorted(items, key=lambda item: item.key)}
+        exported[section] = {item.key: item.value for item in sorted(items, key=lambda item: item.key)}
     return exported
 
 
@@ -60,7 +56,7 @@ def _key_problem(key: Any) -> str | None:
     return None
 
 
-def _history_problem(key: str, value: Any, now: datetime) -> str | None:
+def _history_problem(key: str, value: Any, now: datetime, kinds: Sequence[MemoryKind]) -> str | None:
     """Why `value` is not a history entry that may be imported under `key`; None when it is one."""
     try:
         text = json.dumps(value, allow_nan=False)
@@ -76,18 +72,22 @@ def _history_problem(key: str, value: Any, now: datetime) -> str | None:
         return "its time is in the future"
     if (entry.after is None) != (entry.action == "deleted"):
         return f'a change "{entry.action}" must have an "after" document exactly when it did not delete one'
+    try:
+        kind = kind_named(kinds, entry.kind)
+    except UnknownKindError:
+        return f"its memory {entry.kind!r} is not one of the declared kinds"
     for field, document in (("before", entry.before), ("after", entry.after)):
-        if document is not None and (problem := document_problem(entry.kind, entry.key, document)):
+        if document is not None and (problem := document_problem(kind, entry.key, document)):
             return f'its "{field}" is not a valid {entry.kind} ({problem})'
     return None
 
 
-def _item_problem(kind: str, key: Any, value: Any, now: datetime) -> str | None:
+def _item_problem(section: str, key: Any, value: Any, now: datetime, kinds: Sequence[MemoryKind]) -> str | None:
     if problem := _key_problem(key):
         return problem
-    if kind == HISTORY:
-        return _history_problem(key, value, now)
-    return document_problem(kind, key, value)
+    if section == HISTORY:
+        return _history_problem(key, value, now, kinds)
+    return document_problem(kind_named(kinds, section), key, value)
 
 
 def _shown(key: Any) -> str:
@@ -96,37 +96,40 @@ def _shown(key: Any) -> str:
     return text if len(text) <= 40 else text[:40] + "…"
 
 
-def _checked_export(data: Any) -> dict[str, dict[str, Any]]:
+def _checked_export(data: Any, kinds: Sequence[MemoryKind]) -> dict[str, dict[str, Any]]:
     """The export's sections, keys and values redacted, once every item is checked; else `InvalidExportError`."""
     if not isinstance(data, Mapping) or data.get("format") != EXPORT_FORMAT:
         raise InvalidExportError(f'not a task-maistro memory export (expected "format": "{EXPORT_FORMAT}")')
-    unknown = set(data) - {"format", *SECTIONS}
+    unknown = set(data) - {"format", *sections(kinds)}
     if unknown:
         raise InvalidExportError(f"unknown sections: {', '.join(sorted(map(str, unknown)))}")
     now = datetime.now(timezone.utc)
-    sections: dict[str, dict[str, Any]] = {}
-    for kind in SECTIONS:
-        section = data.get(kind) or {}
+    checked: dict[str, dict[str, Any]] = {}
+    for name in sections(kinds):
+        section = data.get(name) or {}
         if not isinstance(section, Mapping):
-            raise InvalidExportError(f'"{kind}" must map keys to values')
+            raise InvalidExportError(f'"{name}" must map keys to values')
         redacted: dict[str, Any] = {}
         for key, value in section.items():
-            if problem := _item_problem(kind, key, value, now):
-                raise InvalidExportError(f'"{kind}" item "{_shown(key)}" is invalid: {problem}')
+            if problem := _item_problem(name, key, value, now, kinds):
+                raise InvalidExportError(f'"{name}" item "{_shown(key)}" is invalid: {problem}')
             safe_key = redact_text(key)[0]
             if safe_key in redacted:
                 raise InvalidExportError(
-                    f'"{kind}" item "{_shown(key)}" has the same key as another once secrets are redacted'
+                    f'"{name}" item "{_shown(key)}" has the same key as another once secrets are redacted'
                 )
             redacted[safe_key] = redact(value)[0]
-        sections[kind] = redacted
-    return sections
+        checked[name] = redacted
+    return checked
 
 
-def import_memories(store: BaseStore, user_id: str, data: Any) -> dict[str, int]:
+def import_memories(
+    store: BaseStore, user_id: str, data: Any, kinds: Sequence[MemoryKind] = DEFAULT_MEMORY_KINDS
+) -> dict[str, int]:
     """Write an export's memories and history to the user (same keys; other items stay); returns counts by section.
 
-    Every item is checked first: memories against their stored schemas (`schemas.STORED_DOCUMENTS`), history
+    The export may hold a section for each of `kinds` (a section of another kind is refused). Every item is
+    checked first: memories against their stored schemas (`MemoryKind.stored_schema`), history
     entries against `HistoryEntry` and their documents against their memory's schema, not dated in the future;
     keys are non-empty, at most `MAX_KEY_LENGTH` characters, without control characters. The first problem
     raises `InvalidExportError` with one sentence, and nothing is written. Secrets are redacted from keys and
@@ -136,21 +139,21 @@ def import_memories(store: BaseStore, user_id: str, data: Any) -> dict[str, int]
     stored as they are in the export are left alone. Each write is one transaction in this project's stores,
     whatever its size; an import cut short can be run again.
     """
-    sections = _checked_export(data)
-    if sections[HISTORY]:
-        store.batch([PutOp(namespace(HISTORY, user_id), key, entry, index=False) for key, entry in sections[HISTORY].items()])
+    checked = _checked_export(data, kinds)
+    if checked[HISTORY]:
+        store.batch([PutOp(namespace(HISTORY, user_id), key, entry, index=False) for key, entry in checked[HISTORY].items()])
     context = ChangeContext(thread_id="", message=IMPORT_MESSAGE, seed=f"import/{uuid.uuid4()}")
-    for kind in MEMORY_KINDS:
+    for kind in kinds:
         ns = namespace(kind, user_id)
         stored = {item.key: item.value for item in search_all(store, ns) if item.namespace == ns}
         changes = [
             MemoryChange("created" if stored.get(key) is None else "updated", key, stored.get(key), value)
-            for key, value in sections[kind].items()
+            for key, value in checked[kind.name].items()
             if stored.get(key) != value
         ]
         if changes:
             commit_changes(store, user_id, kind, changes, context)
-    return {kind: len(section) for kind, section in sections.items()}
+    return {name: len(section) for name, section in checked.items()}
 
 
 def user_items(store: BaseStore, user_id: str) -> list[Item]:

@@ -20,10 +20,9 @@ from langgraph.store.base import BaseStore
 from starlette.concurrency import run_in_threadpool
 
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, document_problem, ttl_for
-from graph.memory.store import KIND_NAMES, namespace, user_from_label
+from graph.memory.kinds import DEFAULT_MEMORY_KINDS, MemoryKind, UnknownKindError, kind_named
+from graph.memory.store import namespace, user_from_label
 
-# The memories whose store API writes are checked and recorded (the history itself is written by these rules).
-CHECKED_KINDS = tuple(KIND_NAMES)
 # What the history says a store API write came from.
 API_MESSAGE = "Written through the store API"
 
@@ -34,7 +33,7 @@ def _unprocessable(detail: str) -> Exception:
     return HTTPException(status_code=422, detail=detail)
 
 
-def _commit(store: BaseStore, user_id: str, kind: str, key: str, document: dict | None) -> dict | None:
+def _commit(store: BaseStore, user_id: str, kind: MemoryKind, key: str, document: dict | None) -> dict | None:
     """Write `document` (None: delete) as the user's `kind` memory under `key` with its history entry; what is stored."""
     current = store.get(namespace(kind, user_id), key)
     before = current.value if current else None
@@ -57,15 +56,20 @@ async def check_api_write(
     store, and `request["value"]` becomes the document as saved (secrets redacted).
     """
     ns = tuple(allowed)
-    if action not in ("put", "delete") or not ns or ns[0] not in CHECKED_KINDS:
+    if action not in ("put", "delete") or not ns:
         return
-    kind, name = ns[0], KIND_NAMES[ns[0]]
+    try:
+        kind = kind_named(DEFAULT_MEMORY_KINDS, ns[0])
+    except UnknownKindError:
+        return  # not a memory: the history, or another namespace of the user's own
     if len(ns) != 2:
-        raise _unprocessable(f"The {name} was not saved: {kind} memories live in the namespace ({kind}, user) only.")
+        raise _unprocessable(
+            f"The {kind.label} was not saved: {kind.name} memories live in the namespace ({kind.name}, user) only."
+        )
     key = request.get("key")
     document = request.get("value") if action == "put" else None
     if action == "put" and (problem := document_problem(kind, key, document)):
-        raise _unprocessable(f"The {name} was not saved: {problem}.")
+        raise _unprocessable(f"The {kind.label} was not saved: {problem}.")
     store = await server_store()
     saved = await run_in_threadpool(_commit, store, user_from_label(ns[1]), kind, key, document)
     if action == "put":

@@ -27,25 +27,15 @@ from langgraph.store.base import BaseStore, GetOp, PutOp
 from pydantic import ValidationError
 
 from graph.memory.conditions import ConflictError, Unchanged, checks_conditions
+from graph.memory.kinds import DEFAULT_MEMORY_KINDS, TODO, MemoryKind, UnknownKindError, kind_named
 from graph.memory.redaction import redact
-from graph.memory.store import (
-    HISTORY,
-    INSTRUCTIONS,
-    INSTRUCTIONS_KEY,
-    PROFILE,
-    PROFILE_KEY,
-    TODO,
-    namespace,
-    search_all,
-)
+from graph.memory.store import HISTORY, namespace, search_all
 from graph.settings import current_settings
-from schemas import STORED_DOCUMENTS, HistoryEntry
+from schemas import HistoryEntry
 
 ENTRY_NAMESPACE = uuid.UUID("0b8f6f5e-6a53-4b8e-9d0c-7c1e9a3d2f41")
 CLOSED_STATUSES = ("done", "archived")
 MINUTES_PER_DAY = 24 * 60
-# Memories that are one document per user, under a fixed key.
-SINGLE_KEYS = {PROFILE: PROFILE_KEY, INSTRUCTIONS: INSTRUCTIONS_KEY}
 # What older or hand-made history entries lacking these fields are read with.
 ENTRY_DEFAULTS = {"order": 0, "thread_id": "", "message": ""}
 # How many history entries of one seed `committed_changes` asks for in one batch.
@@ -110,15 +100,14 @@ def _has_unstorable_text(value: Any) -> bool:
     return False
 
 
-def document_problem(kind: str, key: str, document: Any) -> str | None:
+def document_problem(kind: MemoryKind, key: str, document: Any) -> str | None:
     """Why `document` may not be stored as the user's `kind` memory under `key`, in a few words; None if it may.
 
-    It must match the kind's stored schema exactly (`schemas.STORED_DOCUMENTS`: no unknown fields, no
+    It must match the kind's stored schema exactly (`MemoryKind.stored_schema`: no unknown fields, no
     coerced types), sit under the fixed key of a one-document memory, and hold no NUL or lone surrogate.
     """
-    fixed = SINGLE_KEYS.get(kind)
-    if fixed and key != fixed:
-        return f'the {kind} is kept under the key "{fixed}" only'
+    if not kind.collection and key != kind.key:
+        return f'the {kind.label} is kept under the key "{kind.key}" only'
     try:
         text = json.dumps(document, allow_nan=False)
     except (TypeError, ValueError):
@@ -126,30 +115,30 @@ def document_problem(kind: str, key: str, document: Any) -> str | None:
     if _has_unstorable_text(document):
         return "it contains a NUL character or a lone surrogate"
     try:
-        STORED_DOCUMENTS[kind].model_validate_json(text)
+        kind.stored_schema.model_validate_json(text)
     except ValidationError as error:
         return validation_problem(error)
     return None
 
 
-def ttl_for(kind: str, value: dict | None, days: float | None = None) -> float | None:
+def ttl_for(kind: MemoryKind, value: dict | None, days: float | None = None) -> float | None:
     """The TTL in minutes to store a memory document with: only closed ToDos expire (0 days keeps them).
 
     `days` is MAISTRO_DONE_TODO_TTL_DAYS, read from the settings unless given (a caller writing many reads it once).
     """
-    if not (kind == TODO and value and value.get("status") in CLOSED_STATUSES):
+    if not (kind.name == TODO.name and value and value.get("status") in CLOSED_STATUSES):
         return None
     days = current_settings().done_todo_ttl_days if days is None else days
     return days * MINUTES_PER_DAY if days > 0 else None
 
 
-def entry_id(seed: str, kind: str, order: int) -> str:
+def entry_id(seed: str, kind: MemoryKind, order: int) -> str:
     """The id of the order-th history entry of the changes made to `kind` under `seed`: the same on every replay."""
-    return str(uuid.uuid5(ENTRY_NAMESPACE, f"{seed}/{kind}/{order}"))
+    return str(uuid.uuid5(ENTRY_NAMESPACE, f"{seed}/{kind.name}/{order}"))
 
 
 def history_ops(
-    user_id: str, kind: str, changes: Sequence[MemoryChange], context: ChangeContext, undoes: str | None = None
+    user_id: str, kind: MemoryKind, changes: Sequence[MemoryChange], context: ChangeContext, undoes: str | None = None
 ) -> list[PutOp]:
     """Store operations recording `changes` in the user's history (`undoes`: the change they revert)."""
     time = datetime.now(timezone.utc).isoformat()
@@ -160,7 +149,7 @@ def history_ops(
             time=time,
             order=order,
             thread_id=context.thread_id,
-            kind=kind,
+            kind=kind.name,
             message=context.message,
             action=change.action,
             key=change.key,
@@ -175,7 +164,7 @@ def history_ops(
 def record_changes(
     store: BaseStore,
     user_id: str,
-    kind: str,
+    kind: MemoryKind,
     changes: Sequence[MemoryChange],
     context: ChangeContext,
     undoes: str | None = None,
@@ -216,7 +205,7 @@ def write_unless_changed(store: BaseStore, conditions: Sequence[Unchanged], puts
         store.batch(puts)
 
 
-def committed_changes(store: BaseStore, user_id: str, kind: str, seed: str) -> list[MemoryChange]:
+def committed_changes(store: BaseStore, user_id: str, kind: MemoryKind, seed: str) -> list[MemoryChange]:
     """The changes to `kind` already committed under `seed` (by an earlier run of a replayed update), in order.
 
     They are read back from their history entries, whose ids derive from the seed (`entry_id`); an empty
@@ -247,7 +236,7 @@ def redact_changes(changes: Sequence[MemoryChange]) -> tuple[list[MemoryChange],
 
 
 def commit_changes(
-    store: BaseStore, user_id: str, kind: str, changes: Sequence[MemoryChange], context: ChangeContext
+    store: BaseStore, user_id: str, kind: MemoryKind, changes: Sequence[MemoryChange], context: ChangeContext
 ) -> tuple[list[MemoryChange], set[str]]:
     """Redact secrets, then write the changes with their history (see `record_changes`).
 
@@ -285,20 +274,26 @@ def list_history(store: BaseStore, user_id: str) -> list[dict[str, Any]]:
     return sorted(entries, key=lambda entry: (datetime.fromisoformat(entry["time"]), entry["order"]))
 
 
-def undo_change(store: BaseStore, user_id: str, change_id: str | None = None) -> dict[str, Any]:
+def undo_change(
+    store: BaseStore,
+    user_id: str,
+    change_id: str | None = None,
+    kinds: Sequence[MemoryKind] = DEFAULT_MEMORY_KINDS,
+) -> dict[str, Any]:
     """Revert a change (the latest when no id is given) and return the history entry recording the undo.
 
     Raises `UnknownChangeError` when there is no such change, and `IrreversibleChangeError`, writing nothing,
-    when the document the change started from does not fit its memory's schema. The undo commits only if the
+    when the document the change started from does not fit its memory's schema, or its memory is not one of
+    `kinds`. The undo commits only if the
     document is still what it read (`record_changes`); if another writer changed it in between, the undo
     reads it again and tries once more, then raises `UndoConflictError`, writing nothing.
     """
     try:
-        return _undo_once(store, user_id, change_id)
+        return _undo_once(store, user_id, change_id, kinds)
     except ConflictError:
         pass  # another writer changed the document after the undo read it: read it again, once
     try:
-        return _undo_once(store, user_id, change_id)
+        return _undo_once(store, user_id, change_id, kinds)
     except ConflictError as error:
         which = f"change {change_id[:8]}" if change_id else "the last change"
         raise UndoConflictError(
@@ -307,20 +302,26 @@ def undo_change(store: BaseStore, user_id: str, change_id: str | None = None) ->
         ) from None
 
 
-def _undo_once(store: BaseStore, user_id: str, change_id: str | None) -> dict[str, Any]:
+def _undo_once(store: BaseStore, user_id: str, change_id: str | None, kinds: Sequence[MemoryKind]) -> dict[str, Any]:
     """Revert the change from the document as stored now; `ConflictError` if it changes before the commit."""
     history = list_history(store, user_id)
     target = next((e for e in reversed(history) if change_id in (None, e["id"])), None)
     if target is None:
         raise UnknownChangeError(f"no change {change_id!r} in the history" if change_id else "the history is empty")
+    try:
+        kind = kind_named(kinds, target["kind"])
+    except UnknownKindError:
+        raise IrreversibleChangeError(
+            f"change {target['id'][:8]} cannot be undone: its memory {target['kind']!r} is not one of the declared kinds"
+        ) from None
     restored = target["before"]
-    if restored is not None and (problem := document_problem(target["kind"], target["key"], restored)):
+    if restored is not None and (problem := document_problem(kind, target["key"], restored)):
         raise IrreversibleChangeError(
             f"change {target['id'][:8]} cannot be undone: the {target['kind']} it would restore is invalid ({problem})"
         )
-    current = store.get(namespace(target["kind"], user_id), target["key"])
+    current = store.get(namespace(kind, user_id), target["key"])
     action = "deleted" if restored is None else "created" if current is None else "updated"
     revert = MemoryChange(action, target["key"], current.value if current else None, restored)
     context = ChangeContext(thread_id="", message=f"undo {target['id']}", seed=f"undo/{target['id']}/{len(history)}")
-    (entry,) = record_changes(store, user_id, target["kind"], [revert], context, undoes=target["id"])
+    (entry,) = record_changes(store, user_id, kind, [revert], context, undoes=target["id"])
     return entry

@@ -21,6 +21,7 @@ from langgraph.store.base import BaseStore
 
 from graph.configuration import Configuration
 from graph.memory.change_log import change_log
+from graph.memory.kinds import INSTRUCTIONS, PROFILE, TODO, MemoryKind
 from graph.memory.selection import (
     LISTS,
     Candidates,
@@ -36,7 +37,7 @@ from graph.memory.selection import (
     recent_user_text,
     semantic_hits,
 )
-from graph.memory.store import TODO, read_instructions, read_profile, read_todos
+from graph.memory.store import read_kind, read_text
 
 TURNS_KEPT = 256
 _turns: OrderedDict[tuple, "TurnMemories"] = OrderedDict()
@@ -71,10 +72,11 @@ def read_turn(store: BaseStore, user_id: str, wanted: Sequence[str], quotas: Quo
     """
     logged = change_log(store)
     if logged is None:
-        profile = read_profile(store, user_id)
-        entries = list_entries(store, read_todos(store, user_id))
-        return TurnRead(rank_entries(entries, wanted, quotas), profile.value if profile else None, read_instructions(store, user_id))
-    list_id = (TODO, user_id)
+        profile = read_kind(store, PROFILE, user_id)
+        entries = list_entries(store, read_kind(store, TODO, user_id))
+        candidates = rank_entries(entries, wanted, quotas)
+        return TurnRead(candidates, profile[0].value if profile else None, read_text(store, INSTRUCTIONS, user_id))
+    list_id = (TODO.name, user_id)
     kept = LISTS.take(store, list_id)
     (mark, versions), prepared = kept if kept else ((None, {}), None)
     rows = logged.read_memory_rows(user_id, mark)
@@ -164,13 +166,13 @@ def _turn_key(store: BaseStore, settings: Configuration, messages: Sequence[AnyM
     )
 
 
-def with_turn_changes(existing: dict[str, dict], messages: Sequence[AnyMessage], kind: str) -> dict[str, dict]:
+def with_turn_changes(existing: dict[str, dict], messages: Sequence[AnyMessage], kind: MemoryKind) -> dict[str, dict]:
     """`existing` documents with the changes that this turn's earlier update rounds saved to `kind` applied."""
     latest = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
     documents = dict(existing)
     for message in messages[latest + 1 :]:
         artifact = message.artifact if isinstance(message, ToolMessage) else None
-        if not isinstance(artifact, dict) or artifact.get("kind") != kind:
+        if not isinstance(artifact, dict) or artifact.get("kind") != kind.name:
             continue
         for change in artifact.get("changes") or []:
             if change.get("after") is None:

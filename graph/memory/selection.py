@@ -29,7 +29,8 @@ from typing import Any
 from langchain_core.messages import AnyMessage, HumanMessage
 from langgraph.store.base import BaseStore, Item
 
-from graph.memory.store import TODO, namespace
+from graph.memory.kinds import TODO
+from graph.memory.store import namespace
 
 OPEN_STATUSES = ("not started", "in progress")
 RECENT_SHARE = 6

@@ -9,14 +9,9 @@ from urllib.parse import unquote
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore, Item
 
-PROFILE = "profile"
-TODO = "todo"
-INSTRUCTIONS = "instructions"
+    from graph.memory.kinds import MemoryKind
+
 HISTORY = "history"
-# How each memory is named in sentences for the user.
-KIND_NAMES = {TODO: "ToDo", PROFILE: "profile", INSTRUCTIONS: "instructions"}
-PROFILE_KEY = "user_profile"
-INSTRUCTIONS_KEY = "user_instructions"
 PAGE_SIZE = 200
 # More items than one namespace holds: the limit that makes a search return the whole namespace.
 WHOLE_NAMESPACE = 10_000_000
@@ -65,9 +60,9 @@ def user_from_label(label: str) -> str:
     return unquote(label)
 
 
-def namespace(kind: str, user_id: str) -> tuple[str, str]:
-    """The namespace of one memory kind (`profile`, `todo`, `instructions`) of one user."""
-    return (kind, user_label(user_id))
+def namespace(kind: MemoryKind | str, user_id: str) -> tuple[str, str]:
+    """The namespace of one memory kind (or of the history, `HISTORY`) of one user."""
+    return (kind if isinstance(kind, str) else kind.name, user_label(user_id))
 
 
 def search_all(store: BaseStore, ns: tuple[str, ...]) -> list[Item]:
@@ -80,18 +75,15 @@ def search_all(store: BaseStore, ns: tuple[str, ...]) -> list[Item]:
     return sorted(items, key=lambda item: (item.created_at, item.key))
 
 
-def read_profile(store: BaseStore, user_id: str) -> Item | None:
-    """The user's profile document, if one was written."""
-    items = store.search(namespace(PROFILE, user_id), limit=1)
-    return items[0] if items else None
+def read_kind(store: BaseStore, kind: MemoryKind, user_id: str) -> list[Item]:
+    """The user's documents of one kind: a collection's every item, oldest first; a single document's one (or none)."""
+    if kind.collection:
+        return search_all(store, namespace(kind, user_id))
+    item = store.get(namespace(kind, user_id), kind.key)
+    return [item] if item else []
 
 
-def read_todos(store: BaseStore, user_id: str) -> list[Item]:
-    """All of the user's ToDo items, oldest first."""
-    return search_all(store, namespace(TODO, user_id))
-
-
-def read_instructions(store: BaseStore, user_id: str) -> str:
-    """The user's instructions for writing ToDos ("" when none)."""
-    item = store.get(namespace(INSTRUCTIONS, user_id), INSTRUCTIONS_KEY)
-    return item.value.get("memory", "") if item else ""
+def read_text(store: BaseStore, kind: MemoryKind, user_id: str) -> str:
+    """The text of a free-text kind ("" when none was written)."""
+    items = read_kind(store, kind, user_id)
+    return items[0].value.get("memory", "") if items else ""

@@ -30,8 +30,8 @@ from graph.backends.model import ChatModelFactory
 from graph.configuration import Configuration, RunSettings
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, committed_changes
 from graph.memory.conditions import ConflictError
+from graph.memory.kinds import MemoryKind
 from graph.memory.redaction import redact_text
-from graph.memory.store import KIND_NAMES
 from graph.nodes.extraction import extraction_messages, routing_seed
 from graph.state import State
 from graph.thread.tokens import bound_message
@@ -126,12 +126,12 @@ def change_context(request: UpdateRequest) -> ChangeContext:
 
 
 def answer_update_calls(
-    calls: Sequence[dict], report: str, kind: str, changes: Sequence[MemoryChange], secrets: set[str]
+    calls: Sequence[dict], report: str, kind: MemoryKind, changes: Sequence[MemoryChange], secrets: set[str]
 ) -> dict:
     """The node's state update: the report answers the first call (with the changes as artifact), the rest point to it."""
     if secrets:
         report += SECRETS_NOT_SAVED.format(secrets=", ".join(sorted(secrets)))
-    artifact = {"kind": kind, "changes": [asdict(change) for change in changes], "secrets": sorted(secrets)}
+    artifact = {"kind": kind.name, "changes": [asdict(change) for change in changes], "secrets": sorted(secrets)}
     return {
         "messages": [
             ToolMessage(content=report, tool_call_id=calls[0]["id"], artifact=artifact),
@@ -146,19 +146,18 @@ def update_memory(
     runtime: Runtime[Configuration],
     chat_model: ChatModelFactory,
     *,
-    kind: str,
-    update_type: str,
+    kind: MemoryKind,
     propose: Propose,
     report: Report,
 ) -> dict:
-    """Run the recipe for one memory `kind`, answering the pending UpdateMemory calls of `update_type`.
+    """Run the recipe for one memory `kind`, answering the pending UpdateMemory calls of its update type.
 
     Changes already committed under the update's seed answer the calls as they are; a conflict (with another
     writer, or with the update's own earlier run) makes it look for those, then read and propose again
     (`CONFLICT_RETRIES` times), and finally answer with the conflict.
     """
     run, store = RunSettings.of(config, runtime), runtime.store
-    calls = pending_update_calls(state["messages"], update_type)
+    calls = pending_update_calls(state["messages"], kind.update_type)
     request = UpdateRequest(state, config, store, run, chat_model(run.settings), calls)
     context = change_context(request)
     for attempt in range(1 + CONFLICT_RETRIES):
@@ -171,4 +170,4 @@ def update_memory(
         except ConflictError:
             continue
         return answer_update_calls(calls, report(proposed, saved), kind, saved, secrets)
-    return answer_update_calls(calls, UPDATE_CONFLICT.format(memory=KIND_NAMES[kind]), kind, [], set())
+    return answer_update_calls(calls, UPDATE_CONFLICT.format(memory=kind.label), kind, [], set())

@@ -7,7 +7,8 @@ from langgraph.runtime import Runtime
 from graph.backends.model import ChatModelFactory, model_errors, quiet
 from graph.configuration import Configuration
 from graph.memory.changes import MemoryChange
-from graph.memory.store import INSTRUCTIONS, INSTRUCTIONS_KEY, namespace
+from graph.memory.kinds import INSTRUCTIONS
+from graph.memory.store import namespace
 from graph.nodes.update import UpdateRequest, update_memory
 from graph.state import State
 from prompts import CREATE_INSTRUCTIONS, INSTRUCTIONS_REQUEST, INSTRUCTIONS_UNCHANGED, INSTRUCTIONS_UPDATED
@@ -16,7 +17,7 @@ from schemas import Instructions
 
 def propose_instructions(request: UpdateRequest) -> list[MemoryChange]:
     """The complete new instructions, asked of the model (an unchanged text is dropped by the commit)."""
-    current = request.store.get(namespace(INSTRUCTIONS, request.user_id), INSTRUCTIONS_KEY)
+    current = request.store.get(namespace(INSTRUCTIONS, request.user_id), INSTRUCTIONS.key)
     before = current.value if current else None
     instruction = CREATE_INSTRUCTIONS.format(current_instructions=(before or {}).get("memory", ""))
     prompt = [*request.prompt(instruction), HumanMessage(content=INSTRUCTIONS_REQUEST)]
@@ -25,7 +26,7 @@ def propose_instructions(request: UpdateRequest) -> list[MemoryChange]:
     if not text:
         return []
     after = Instructions(memory=text).model_dump()
-    return [MemoryChange("updated" if before else "created", INSTRUCTIONS_KEY, before, after)]
+    return [MemoryChange("updated" if before else "created", INSTRUCTIONS.key, before, after)]
 
 
 def report_instructions(_proposed: list[MemoryChange] | None, saved: list[MemoryChange]) -> str:
@@ -43,7 +44,6 @@ def update_instructions(
         runtime,
         chat_model,
         kind=INSTRUCTIONS,
-        update_type="instructions",
         propose=propose_instructions,
         report=report_instructions,
     )

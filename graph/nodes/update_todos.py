@@ -7,7 +7,7 @@ from graph.backends.model import ChatModelFactory
 from graph.configuration import Configuration
 from graph.memory.changes import MemoryChange
 from graph.memory.context import start_turn, turn_memories, with_turn_changes
-from graph.memory.store import TODO
+from graph.memory.kinds import TODO
 from graph.nodes.extraction import extract_changes, new_document_key
 from graph.nodes.update import UpdateRequest, update_memory
 from graph.state import State
@@ -49,7 +49,7 @@ def propose_todos(request: UpdateRequest) -> list[MemoryChange] | None:
 def report_todos(proposed: list[MemoryChange] | None, saved: list[MemoryChange]) -> str:
     """A short report naming each created, updated and deleted task."""
     if proposed is None:
-        return EXTRACTION_FAILED.format(memory="ToDo list")
+        return EXTRACTION_FAILED.format(memory=TODO.title)
     if not saved:
         return TODOS_UNCHANGED
     lines = []
@@ -65,5 +65,5 @@ def update_todos(
 ) -> dict:
     """Reflect on the conversation and create, patch or remove ToDo items, following the user's instructions."""
     return update_memory(
-        state, config, runtime, chat_model, kind=TODO, update_type="todo", propose=propose_todos, report=report_todos
+        state, config, runtime, chat_model, kind=TODO, propose=propose_todos, report=report_todos
     )

@@ -26,18 +26,9 @@ from graph.memory.changes import (
     list_history,
     undo_change,
 )
+from graph.memory.kinds import INSTRUCTIONS, PROFILE, TODO, MemoryKind
 from graph.memory.selection import deadline_of
-from graph.memory.store import (
-    INSTRUCTIONS,
-    INSTRUCTIONS_KEY,
-    KIND_NAMES,
-    PROFILE,
-    PROFILE_KEY,
-    TODO,
-    namespace,
-    read_profile,
-    read_todos,
-)
+from graph.memory.store import namespace, read_kind
 from graph.server.limits import MAX_STORE_VALUE_BYTES, json_size
 
 # Where page edits say they came from, in the history.
@@ -68,7 +59,11 @@ def todo_entry(item: Item) -> dict[str, Any]:
     }
 
 
-def _problem(kind: str, item: Item | None) -> str | None:
+def _document(store: BaseStore, kind: MemoryKind, user_id: str) -> Item | None:
+    return store.get(namespace(kind, user_id), kind.key)
+
+
+def _problem(kind: MemoryKind, item: Item | None) -> str | None:
     return document_problem(kind, item.key, item.value) if item else None
 
 
@@ -85,14 +80,14 @@ def open_first(items: list[Item]) -> list[Item]:
 def read_memories(store: BaseStore, user_id: str, history_shown: int = HISTORY_SHOWN) -> dict[str, Any]:
     """Everything the page shows for one user: profile, ToDos (open first), instructions and history (newest first),
     with why a stored profile or instructions does not fit its schema (None when it does)."""
-    profile = read_profile(store, user_id)
-    instructions = store.get(namespace(INSTRUCTIONS, user_id), INSTRUCTIONS_KEY)
+    profile = _document(store, PROFILE, user_id)
+    instructions = _document(store, INSTRUCTIONS, user_id)
     history = list_history(store, user_id)
     return {
         "user_id": user_id,
         "profile": profile.value if profile else None,
         "profile_problem": _problem(PROFILE, profile),
-        "todos": [todo_entry(item) for item in open_first(read_todos(store, user_id))],
+        "todos": [todo_entry(item) for item in open_first(read_kind(store, TODO, user_id))],
         "instructions": instructions.value if instructions else None,
         "instructions_problem": _problem(INSTRUCTIONS, instructions),
         "history": history[::-1][:history_shown],
@@ -114,28 +109,28 @@ def search_todos(store: BaseStore, user_id: str, query: str, limit: int) -> dict
     ranked = store.search(namespace(TODO, user_id), query=query, limit=limit)
     if any(item.score is not None for item in ranked):
         return {"semantic": True, "todos": [todo_entry(item) for item in ranked]}
-    found = [item for item in open_first(read_todos(store, user_id)) if _mentions(item.value, query)]
+    found = [item for item in open_first(read_kind(store, TODO, user_id)) if _mentions(item.value, query)]
     return {"semantic": False, "todos": [todo_entry(item) for item in found[:limit]]}
 
 
-def _changed_since_shown(kind: str) -> PageError:
+def _changed_since_shown(kind: MemoryKind) -> PageError:
     return PageError(
-        409, f"Your {KIND_NAMES[kind]} changed since the page showed it (the agent or another tab edited it); "
+        409, f"Your {kind.label} changed since the page showed it (the agent or another tab edited it); "
         "look at the new version and make your change again."
     )
 
 
-def _check_base(base: Any, current: dict[str, Any] | None, kind: str) -> None:
+def _check_base(base: Any, current: dict[str, Any] | None, kind: MemoryKind) -> None:
     if base is not NO_BASE and base != current:
         raise _changed_since_shown(kind)
 
 
-def _commit(store: BaseStore, user_id: str, kind: str, change: MemoryChange, message: str) -> dict[str, Any]:
+def _commit(store: BaseStore, user_id: str, kind: MemoryKind, change: MemoryChange, message: str) -> dict[str, Any]:
     """Check the new document against its schema, then commit the change like the agent does; what was saved."""
     if (size := json_size(change.after)) > MAX_STORE_VALUE_BYTES:
-        raise PageError(413, f"The {KIND_NAMES[kind]} is {size:,} bytes of JSON; the limit is {MAX_STORE_VALUE_BYTES:,}.")
+        raise PageError(413, f"The {kind.label} is {size:,} bytes of JSON; the limit is {MAX_STORE_VALUE_BYTES:,}.")
     if change.after is not None and (problem := document_problem(kind, change.key, change.after)):
-        raise PageError(422, f"The {KIND_NAMES[kind]} was not saved: {problem}.")
+        raise PageError(422, f"The {kind.label} was not saved: {problem}.")
     context = ChangeContext(thread_id="", message=message, seed=f"memory-page/{uuid.uuid4()}")
     try:
         saved, secrets = commit_changes(store, user_id, kind, [change], context)
@@ -173,7 +168,7 @@ def delete_todo(store: BaseStore, user_id: str, key: str, base: Any = NO_BASE) -
     return _commit(store, user_id, TODO, MemoryChange("deleted", key, current, None), f"Deleted {SOURCE}")
 
 
-def _replace(store: BaseStore, user_id: str, kind: str, key: str, before: Any, after: Any, base: Any) -> dict:
+def _replace(store: BaseStore, user_id: str, kind: MemoryKind, key: str, before: Any, after: Any, base: Any) -> dict:
     _check_base(base, before, kind)
     change = MemoryChange("updated" if before is not None else "created", key, before, after)
     return _commit(store, user_id, kind, change, f"Edited {SOURCE}")
@@ -181,16 +176,16 @@ def _replace(store: BaseStore, user_id: str, kind: str, key: str, before: Any, a
 
 def save_profile(store: BaseStore, user_id: str, value: Any, base: Any = NO_BASE) -> dict[str, Any]:
     """Replace the user's profile with `value` (a whole `Profile` document)."""
-    current = read_profile(store, user_id)
+    current = _document(store, PROFILE, user_id)
     profile = _fields(value, "profile")
-    return _replace(store, user_id, PROFILE, PROFILE_KEY, current.value if current else None, profile, base)
+    return _replace(store, user_id, PROFILE, PROFILE.key, current.value if current else None, profile, base)
 
 
 def save_instructions(store: BaseStore, user_id: str, value: Any, base: Any = NO_BASE) -> dict[str, Any]:
     """Replace the user's instructions with `value` (`{"memory": text}`)."""
-    current = store.get(namespace(INSTRUCTIONS, user_id), INSTRUCTIONS_KEY)
+    current = _document(store, INSTRUCTIONS, user_id)
     document = _fields(value, "instructions")
-    return _replace(store, user_id, INSTRUCTIONS, INSTRUCTIONS_KEY, current.value if current else None, document, base)
+    return _replace(store, user_id, INSTRUCTIONS, INSTRUCTIONS.key, current.value if current else None, document, base)
 
 
 def undo(store: BaseStore, user_id: str, change_id: str) -> dict[str, Any]:

@@ -4,8 +4,9 @@ import pytest
 
 from graph.backends.storage import close_storage, open_storage
 from graph.backends.todo_changes import TABLE
-from graph.memory.store import TODO, namespace
+from graph.memory.store import namespace
 from tests.langgraph_store.project_stores import ProjectPostgresStore, ProjectSqliteStore
+from tests.support.stored_names import TODO
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])

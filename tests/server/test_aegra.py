@@ -17,11 +17,12 @@ from langgraph_sdk.client import SyncLangGraphClient
 
 from bench.chore_endpoint import ADD, ChoreEndpoint
 from graph.backends.embeddings import MultilingualEmbeddings
-from graph.memory.store import HISTORY, INSTRUCTIONS, PROFILE, TODO, user_label
+from graph.memory.store import HISTORY, user_label
 from tests.support.aegra_server import aegra_instances, embedding_server, redis_server
 from tests.support.langgraph_server import GRAPH_ID, ROOT, new_thread, play, token_environment
 from tests.support.openai_stub import OpenAIStub
 from tests.support.postgres_server import create_database
+from tests.support.stored_names import INSTRUCTIONS, PROFILE, TODO
 
 USERS = [f"user{n}" for n in range(6)]
 TOKENS = {user: f"{user}-token-5b0e9c2d" for user in USERS}

@@ -9,7 +9,7 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import APIStatusError
 
-from graph.memory.store import TODO, user_label
+from graph.memory.store import user_label
 from graph.server.limits import MAX_RUN_INPUT_BYTES, MAX_SEARCH_LIMIT, MAX_STORE_VALUE_BYTES
 from tests.support.langgraph_server import (
     GRAPH_ID,
@@ -20,6 +20,7 @@ from tests.support.langgraph_server import (
     token_server,
 )
 from tests.support.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply
+from tests.support.stored_names import TODO
 from tests.support.stub_script import Script, update
 
 ALICE, BOB = "alice", "bob"

@@ -15,7 +15,7 @@ from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 from playwright.sync_api import Browser, Page, expect
 
-from graph.memory.store import HISTORY, INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_KEY, TODO, user_label
+from graph.memory.store import HISTORY, user_label
 from graph.server.limits import MAX_STORE_VALUE_BYTES
 from graph.server.memory_api import MAX_BODY_BYTES
 from tests.support.aegra_server import SERVER_KINDS, api_server
@@ -28,6 +28,7 @@ from tests.support.langgraph_server import (
     token_server,
 )
 from tests.support.openai_stub import OpenAIStub, text_reply, tool_calls_reply
+from tests.support.stored_names import INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_KEY, TODO
 from tests.support.stub_script import Script, update
 
 ALICE, BOB = "alice", "bob"

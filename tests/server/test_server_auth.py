@@ -20,13 +20,14 @@ from langgraph_sdk import Auth, get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
 from graph.configuration import Configuration
-from graph.memory.store import INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_KEY, TODO, user_label
+from graph.memory.store import user_label
 from graph.server import auth as server_auth
 from graph.server.limits import MAX_STORE_VALUE_BYTES
 from graph.settings import Settings
 from tests.support.aegra_server import HEALTH, SERVER_KINDS, api_server
 from tests.support.langgraph_server import GRAPH_ID, new_thread, offline_environment, play
 from tests.support.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply
+from tests.support.stored_names import INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_KEY, TODO
 from tests.support.stub_script import Script, update
 
 ALICE = "alice"

@@ -10,9 +10,10 @@ from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import APIStatusError
 
 from graph.memory.api_writes import API_MESSAGE
-from graph.memory.store import HISTORY, PROFILE, TODO, user_label
+from graph.memory.store import HISTORY, user_label
 from tests.support.langgraph_server import langgraph_dev, offline_environment, token_server
 from tests.support.openai_stub import OpenAIStub
+from tests.support.stored_names import PROFILE, TODO
 
 TOKENS = {"alice": "alice-store-7d2b"}
 RENT = {"task": "Pay rent", "time_to_complete": 5, "deadline": None, "solutions": ["Bank app"], "status": "not started"}

@@ -53,8 +53,8 @@ from langgraph.store.base import PutOp
 from graph import build_graph
 from graph.app.session import ChatSession
 from graph.backends.model import load_chat_model
-from graph.memory.store import TODO
 from tests.support.scripted_session import task_keeper
+from tests.support.stored_names import TODO
 
 USER = "crash-user"
 THREAD = "crash-thread"

@@ -6,7 +6,8 @@ from langchain_core.messages import AnyMessage, HumanMessage
 from langgraph.store.base import PutOp
 
 from graph.memory.admin import IMPORT_MESSAGE
-from graph.memory.store import HISTORY, INSTRUCTIONS, PROFILE, TODO, namespace, search_all
+from graph.memory.store import HISTORY, namespace, search_all
+from tests.support.stored_names import INSTRUCTIONS, PROFILE, TODO
 
 
 def free_port() -> int:

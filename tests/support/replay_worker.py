@@ -15,7 +15,7 @@ from langgraph.store.base import PutOp
 
 from graph import build_graph
 from graph.app.scripted_model import ScriptedChatModel, add, calls, doc_id_of, patch, route, say, todo
-from graph.memory.store import TODO
+from tests.support.stored_names import TODO
 
 USER = "replay-user"
 THREAD = "replay-thread"

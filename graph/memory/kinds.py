@@ -1,0 +1,109 @@
+"""The memory kinds: each long-term memory the agent keeps is declared once, as a `MemoryKind`, and the code
+loops over a list of them (`DEFAULT_MEMORY_KINDS` holds the tutorial's three).
+
+A kind is one document per user (its `key`) or a collection of documents, each a `schema` instance; or free
+text (`text`), stored as `{"memory": text}` and rewritten whole by one model call. Its `name` is its store
+namespace and the one name the code uses for it; `update_type` is the value of `UpdateMemory.update_type`
+that routes a turn to it (the name unless given: the tutorial routes its profile as "user").
+"""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
+
+from pydantic import BaseModel, ConfigDict
+
+from schemas import Instructions, Profile, ToDo
+
+# Namespaces the memory code keeps for itself: no kind may take them.
+RESERVED_NAMES = ("history",)
+
+
+class UnknownKindError(LookupError):
+    """No memory kind of that name (or update type) is declared."""
+
+
+@dataclass(frozen=True)
+class MemoryKind:
+    """One long-term memory: its name and stored shape, one document or many, and what the routing model reads.
+
+    `description` says what belongs in it (the chat model reads it when deciding to update); `label` names one
+    of its documents in sentences for the user (default: the name; `title` names the whole memory); `key` is where a single document is kept (default
+    "user_<name>"); `text` makes it free text, rewritten with one model call instead of trustcall.
+    """
+
+    name: str
+    schema: type[BaseModel]
+    collection: bool
+    description: str
+    update_type: str = ""
+    label: str = ""
+    key: str = ""
+    text: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.name.isidentifier() or self.name in RESERVED_NAMES:
+            raise ValueError(
+                f"A memory kind's name must be a Python identifier other than {', '.join(RESERVED_NAMES)}: "
+                f"{self.name!r} is not."
+            )
+        if not (isinstance(self.schema, type) and issubclass(self.schema, BaseModel)):
+            raise ValueError(f"The memory kind {self.name!r} needs a Pydantic model as its schema.")
+        if self.text and self.collection:
+            raise ValueError(f"The memory kind {self.name!r} cannot be free text and a collection at once.")
+        object.__setattr__(self, "update_type", self.update_type or self.name)
+        object.__setattr__(self, "label", self.label or self.name)
+        object.__setattr__(self, "key", "" if self.collection else self.key or f"user_{self.name}")
+
+    @cached_property
+    def stored_schema(self) -> type[BaseModel]:
+        """The schema as the store keeps documents: only its fields, each of its exact JSON type."""
+        return type(
+            f"Stored{self.schema.__name__}",
+            (self.schema,),
+            {
+                "model_config": ConfigDict(extra="forbid", strict=True),
+                "__doc__": f"A {self.label} document as the store keeps it.",
+                "__module__": __name__,
+            },
+        )
+
+    @property
+    def title(self) -> str:
+        """The memory's name in sentences for the user: "ToDo list" for a collection of ToDos, else the label."""
+        return f"{self.label} list" if self.collection else self.label
+
+
+PROFILE = MemoryKind(
+    name="profile",
+    schema=Profile,
+    collection=False,
+    description="personal information about the user",
+    update_type="user",
+    key="user_profile",
+)
+TODO = MemoryKind(
+    name="todo",
+    schema=ToDo,
+    collection=True,
+    description="tasks the user mentions, finishes, changes or no longer needs",
+    label="ToDo",
+)
+INSTRUCTIONS = MemoryKind(
+    name="instructions",
+    schema=Instructions,
+    collection=False,
+    description="preferences for how to update the ToDo list",
+    key="user_instructions",
+    text=True,
+)
+DEFAULT_MEMORY_KINDS: tuple[MemoryKind, ...] = (PROFILE, TODO, INSTRUCTIONS)
+
+
+def kind_named(kinds: Iterable[MemoryKind], name: str) -> MemoryKind:
+    """The kind called `name` among `kinds`; `UnknownKindError` when there is none."""
+    for kind in kinds:
+        if kind.name == name:
+            return kind
+    raise UnknownKindError(f"There is no memory kind {name!r}.")
+

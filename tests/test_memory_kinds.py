@@ -1,0 +1,85 @@
+"""The memory kinds are declared once (`graph.MemoryKind`): the defaults keep the tutorial's stored names and
+shapes, a minimal declaration is a complete kind, and the code reads kinds from the registry."""
+
+from typing import Optional
+
+import pytest
+from pydantic import BaseModel, Field
+
+from graph import DEFAULT_MEMORY_KINDS, MemoryKind
+from graph.memory.admin import export_memories, import_memories
+from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, document_problem, list_history
+from graph.memory.kinds import UnknownKindError, kind_named
+from graph.memory.store import namespace, read_kind
+from schemas import Instructions, Profile, ToDo
+from tests.support.stored_names import INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_KEY, TODO
+
+
+class Contact(BaseModel):
+    """A person the user knows."""
+
+    name: str = Field(description="The person's name.")
+    phone: Optional[str] = Field(None, description="Their phone number.")
+
+
+CONTACT = MemoryKind(name="contact", schema=Contact, collection=True, description="People the user knows")
+
+
+def test_the_default_kinds_keep_the_tutorials_stored_names_keys_shapes_and_update_types():
+    stored = [(kind.name, kind.key, kind.schema, kind.collection, kind.update_type) for kind in DEFAULT_MEMORY_KINDS]
+    assert stored == [
+        (PROFILE, PROFILE_KEY, Profile, False, "user"),
+        (TODO, "", ToDo, True, "todo"),
+        (INSTRUCTIONS, INSTRUCTIONS_KEY, Instructions, False, "instructions"),
+    ]
+    assert [kind.text for kind in DEFAULT_MEMORY_KINDS] == [False, False, True]
+
+
+def test_a_kind_declared_with_four_fields_gets_its_defaults():
+    assert (CONTACT.update_type, CONTACT.label, CONTACT.title, CONTACT.key, CONTACT.text) == (
+        "contact", "contact", "contact list", "", False
+    )
+    journal = MemoryKind(name="journal", schema=Contact, collection=False, description="The user's journal")
+    assert (journal.key, journal.title) == ("user_journal", "journal")
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"name": "my.kind"}, "must be a Python identifier"),
+        ({"name": "history"}, "other than history"),
+        ({"schema": dict}, "needs a Pydantic model"),
+        ({"text": True}, "cannot be free text and a collection"),
+    ],
+)
+def test_a_kind_that_cannot_work_is_refused_with_one_sentence(fields, message):
+    declared = {"name": "contact", "schema": Contact, "collection": True, "description": "People", **fields}
+    with pytest.raises(ValueError, match=message):
+        MemoryKind(**declared)
+
+
+def test_a_kind_is_found_by_name_and_an_unknown_name_says_so():
+    assert kind_named([*DEFAULT_MEMORY_KINDS, CONTACT], "contact") is CONTACT
+    with pytest.raises(UnknownKindError, match="There is no memory kind 'contact'"):
+        kind_named(DEFAULT_MEMORY_KINDS, "contact")
+
+
+def test_a_new_kinds_documents_are_checked_against_its_schema_exactly():
+    assert document_problem(CONTACT, "ada", {"name": "Ada", "phone": None}) is None
+    assert document_problem(CONTACT, "ada", {"name": "Ada", "email": "a@b"}) == "email: Extra inputs are not permitted"
+    assert document_problem(CONTACT, "ada", {"name": 7}) == "name: Input should be a valid string"
+
+
+def test_a_new_kind_is_committed_with_history_exported_and_imported(agent):
+    memory_store = agent.store
+    kinds = [*DEFAULT_MEMORY_KINDS, CONTACT]
+    ada = {"name": "Ada", "phone": "555-0100"}
+    context = ChangeContext(thread_id="t", message="Ada's number is 555-0100", seed="contact-seed")
+    commit_changes(memory_store, "Lance", CONTACT, [MemoryChange("created", "ada", None, ada)], context)
+    assert [item.value for item in read_kind(memory_store, CONTACT, "Lance")] == [ada]
+    assert [(entry["kind"], entry["key"]) for entry in list_history(memory_store, "Lance")] == [("contact", "ada")]
+    exported = export_memories(memory_store, "Lance", kinds)
+    assert exported["contact"] == {"ada": ada}
+    counts = import_memories(memory_store, "Grace", exported, kinds)
+    assert counts["contact"] == 1
+    assert memory_store.get(namespace(CONTACT, "Grace"), "ada").value == ada
