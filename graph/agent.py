@@ -6,16 +6,19 @@
                 ├──→ update_todos ────────┼──→ task_maistro
                 └──→ update_instructions ─┘
 
+One update node per memory kind (`graph.memory.kinds`; the drawing shows `DEFAULT_MEMORY_KINDS`): pass
+`memory_kinds=[*DEFAULT_MEMORY_KINDS, my_kind]` to add one, or set MAISTRO_MEMORY_KINDS for the server's graph.
+
 `graph` (named in langgraph.json) is compiled without checkpointer or store: `langgraph dev` and the
 LangGraph Platform supply both. Python users get the durable version from `open_graph()` (a context
 manager that closes what it opened) or `build_graph()` (the tutorial's style: open until `close_graph`).
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
@@ -25,50 +28,54 @@ from graph.backends.model import ChatModelFactory, ModelCallBudget, load_chat_mo
 from graph.backends.storage import close_storage, open_storage
 from graph.configuration import Configuration
 from graph.durability import durability_config
-from graph.memory.kinds import INSTRUCTIONS, PROFILE, TODO
+from graph.memory.kinds import MemoryKind, check_kinds
 from graph.nodes.chat import task_maistro
-from graph.nodes.update_instructions import update_instructions
-from graph.nodes.update_profile import update_profile
-from graph.nodes.update_todos import update_todos
+from graph.nodes.update_kinds import update_node
+from graph.settings import current_settings
 from graph.state import InputState, State
 from graph.thread.tool_calls import pending_update_calls
 
-UPDATE_NODES = {
-    PROFILE.update_type: ("update_profile", update_profile),
-    TODO.update_type: ("update_todos", update_todos),
-    INSTRUCTIONS.update_type: ("update_instructions", update_instructions),
-}
-NODE_FOR_UPDATE_TYPE = {update_type: name for update_type, (name, _) in UPDATE_NODES.items()}
-UpdateNode = Literal["update_profile", "update_todos", "update_instructions"]
 # The graph's name: the API server names its assistant after it, and MCP clients see it as the tool's name.
 AGENT_NAME = "todo_memory_agent"
 
 
-def route_message(state: State, config: RunnableConfig) -> list[UpdateNode] | Literal["__end__"]:
-    """Send the turn to every update node named by a pending UpdateMemory call (in parallel), else end."""
-    update_types = {call["args"]["update_type"] for call in pending_update_calls(state["messages"])}
-    return sorted(NODE_FOR_UPDATE_TYPE[kind] for kind in update_types) or END
+def message_router(kinds: Sequence[MemoryKind]) -> Callable[[State, RunnableConfig], list[str] | str]:
+    """The edge out of `task_maistro`: to the node of every kind named by a pending UpdateMemory call, else END."""
+    node_for_update_type = {kind.update_type: kind.node for kind in kinds}
+
+    def route_message(state: State, config: RunnableConfig) -> list[str] | str:
+        """Send the turn to every update node named by a pending UpdateMemory call (in parallel), else end."""
+        update_types = {call["args"]["update_type"] for call in pending_update_calls(state["messages"])}
+        return sorted(node_for_update_type[kind] for kind in update_types if kind in node_for_update_type) or END
+
+    return route_message
 
 
-def create_builder(chat_model: ChatModelFactory = load_chat_model) -> StateGraph:
-    """The uncompiled graph; `chat_model` turns a run's settings into the chat model every node uses.
+def create_builder(
+    chat_model: ChatModelFactory = load_chat_model, memory_kinds: Sequence[MemoryKind] | None = None
+) -> StateGraph:
+    """The uncompiled graph; `chat_model` turns a run's settings into the chat model every node uses, and
+    `memory_kinds` (default MAISTRO_MEMORY_KINDS, else `DEFAULT_MEMORY_KINDS`) are the memories it keeps.
 
     `Configuration` is the run context's schema (a run's `context=`, shown in Studio); each node gets the run's
     settings from `RunSettings.of`, which also reads the tutorial's `configurable`.
     """
+    kinds = current_settings().memory_kinds if memory_kinds is None else check_kinds(memory_kinds)
     builder = StateGraph(State, input_schema=InputState, context_schema=Configuration)
-    builder.add_node("task_maistro", partial(task_maistro, chat_model=chat_model))
-    for name, node in UPDATE_NODES.values():
-        builder.add_node(name, partial(node, chat_model=chat_model))
-        builder.add_edge(name, "task_maistro")
+    builder.add_node("task_maistro", partial(task_maistro, chat_model=chat_model, kinds=kinds))
+    for kind in kinds:
+        builder.add_node(kind.node, update_node(kind, kinds, chat_model))
+        builder.add_edge(kind.node, "task_maistro")
     builder.add_edge(START, "task_maistro")
-    builder.add_conditional_edges("task_maistro", route_message, [*NODE_FOR_UPDATE_TYPE.values(), END])
+    builder.add_conditional_edges("task_maistro", message_router(kinds), [*(kind.node for kind in kinds), END])
     return builder
 
 
-def compile_agent(chat_model: ChatModelFactory = load_chat_model, **persistence: Any) -> CompiledStateGraph:
+def compile_agent(
+    chat_model: ChatModelFactory = load_chat_model, memory_kinds: Sequence[MemoryKind] | None = None, **persistence: Any
+) -> CompiledStateGraph:
     """The compiled graph (with `checkpointer` and `store` when given), every run capped in model calls."""
-    compiled = create_builder(chat_model).compile(name=AGENT_NAME, **persistence)
+    compiled = create_builder(chat_model, memory_kinds).compile(name=AGENT_NAME, **persistence)
     return compiled.with_config(callbacks=[ModelCallBudget()])
 
 
@@ -81,16 +88,20 @@ def build_graph(
     database_url: str | None = None,
     embeddings: str | None = None,
     chat_model: ChatModelFactory = load_chat_model,
+    memory_kinds: Sequence[MemoryKind] | None = None,
 ) -> CompiledStateGraph:
     """The agent compiled with durable persistence: threads and memories survive restarts.
 
     SQLite in `data_dir` (default MAISTRO_DATA_DIR, else the platform's data directory), or PostgreSQL at
     `database_url` (default MAISTRO_DATABASE_URL); `embeddings` (default MAISTRO_EMBEDDINGS) turns on the
-    semantic index. Runs default to "sync" durability (see graph.durability). Release it with `close_graph`.
+    semantic index; `memory_kinds` (default MAISTRO_MEMORY_KINDS, else `DEFAULT_MEMORY_KINDS`) are the memories
+    it keeps. Runs default to "sync" durability (see graph.durability). Release it with `close_graph`.
     """
+    kinds = None if memory_kinds is None else check_kinds(memory_kinds)  # refused before storage opens
     checkpointer, store = open_storage(data_dir, database_url, embeddings)
     store.start_ttl_sweeper()
-    return compile_agent(chat_model, checkpointer=checkpointer, store=store).with_config(durability_config("sync"))
+    compiled = compile_agent(chat_model, kinds, checkpointer=checkpointer, store=store)
+    return compiled.with_config(durability_config("sync"))
 
 
 def close_graph(compiled: CompiledStateGraph) -> None:
@@ -106,9 +117,12 @@ def open_graph(
     database_url: str | None = None,
     embeddings: str | None = None,
     chat_model: ChatModelFactory = load_chat_model,
+    memory_kinds: Sequence[MemoryKind] | None = None,
 ) -> Iterator[CompiledStateGraph]:
     """`build_graph` as a context manager: `with open_graph() as graph:` closes storage on the way out."""
-    compiled = build_graph(data_dir, database_url=database_url, embeddings=embeddings, chat_model=chat_model)
+    compiled = build_graph(
+        data_dir, database_url=database_url, embeddings=embeddings, chat_model=chat_model, memory_kinds=memory_kinds
+    )
     try:
         yield compiled
     finally:

@@ -12,36 +12,19 @@ MODEL_SYSTEM_MESSAGE = """{role}
 
 You are designed to be a companion to a user, helping them keep track of their ToDo list.
 
-You have a long term memory which keeps track of three things:
-1. The user's profile (general information about them)
-2. The user's ToDo list
-3. General instructions for updating the ToDo list
+You have a long term memory which keeps track of these things:
+{memory_list}
 
 Current date and time: {now}
 
-Here is the current User Profile (may be empty if no information has been collected yet):
-<user_profile>
-{user_profile}
-</user_profile>
-
-Here is the current ToDo List (may be empty if no tasks have been added yet):
-<todo>
-{todo}
-</todo>
-
-Here are the current user-specified preferences for updating the ToDo list (may be empty if no preferences have been specified yet):
-<instructions>
-{instructions}
-</instructions>
+{memory_sections}
 
 Here are your instructions for reasoning about the user's messages:
 
 1. Reason carefully about the user's messages as presented below.
 
 2. Decide whether any of the your long-term memory should be updated:
-- If personal information was provided about the user, update the user's profile by calling UpdateMemory tool with type `user`
-- If tasks are mentioned, or a task is finished, changed or no longer needed, update the ToDo list by calling UpdateMemory tool with type `todo`
-- If the user has specified preferences for how to update the ToDo list, update the instructions by calling UpdateMemory tool with type `instructions`
+{routing_rules}
 - If one message carries news for several memories, call UpdateMemory once for each of them in the same reply.
 
 3. Tell the user that you have updated your memory, if appropriate:
@@ -54,6 +37,20 @@ Here are your instructions for reasoning about the user's messages:
 5. Respond naturally to the user after a tool call was made to save memories, or if no tool call was made.
 
 6. {language_rule}"""
+
+# One line of the chat prompt's list of memories, one memory's section, and one routing rule, per memory kind.
+MEMORY_LIST_ITEM = "{number}. The user's {memory}: {description}"
+
+MEMORY_SECTION = """Here is the current {memory} of the user (may be empty if nothing has been saved yet):
+<{name}>
+{content}
+</{name}>"""
+
+ROUTING_RULE = "- If the conversation mentions {description}, update the {memory} by calling UpdateMemory tool with type `{update_type}`"
+
+UPDATE_MEMORY_DOC = "Decide which long-term memory to update: {memories}."
+
+UPDATE_TYPE_DOC = "Which memory to update: {choices}."
 
 TRUSTCALL_INSTRUCTION = """Reflect on following interaction.
 
@@ -98,10 +95,22 @@ Reply with the complete new instructions only, in the language the user used.
 Your current instructions are:
 
 <current_instructions>
-{current_instructions}
+{current}
 </current_instructions>"""
 
-INSTRUCTIONS_REQUEST = "Please update the instructions based on the conversation"
+REWRITE_TEXT = """Reflect on the following interaction.
+
+Based on this interaction, rewrite the user's {memory}: {description}.
+
+Reply with the complete new text only, in the language the user used.
+
+The current text is:
+
+<current>
+{current}
+</current>"""
+
+TEXT_REQUEST = "Please update the {memory} based on the conversation"
 
 SUMMARY_BLOCK = """Summary of the earlier conversation in this thread:
 <conversation_summary>
@@ -131,8 +140,7 @@ LIMIT_REPLY = "I have reached the limit of memory updates for this message; tell
 UNKNOWN_TOOL_ANSWER = "Unknown tool {name!r}; the only tool is UpdateMemory."
 
 INVALID_UPDATE_ANSWER = (
-    "Invalid UpdateMemory arguments {args!r}: update_type must be one of 'user', 'todo' or 'instructions'. "
-    "No memory was changed."
+    "Invalid UpdateMemory arguments {args!r}: update_type must be one of {choices}. No memory was changed."
 )
 
 MALFORMED_CALL_ANSWER = "Malformed tool call arguments ({error}). No memory was changed."
@@ -151,14 +159,14 @@ UPDATE_CONFLICT = (
     "and ask whether the change is still wanted."
 )
 
-PROFILE_UPDATED = "Profile updated: {fields}."
+DOCUMENT_UPDATED = "{Memory} updated: {fields}."
 
-PROFILE_UNCHANGED = "No profile changes were needed."
+DOCUMENT_UNCHANGED = "No {memory} changes were needed."
 
-TODOS_UPDATED = "ToDo list changes:\n{changes}"
+COLLECTION_UPDATED = "{Memory} changes:\n{changes}"
 
-TODOS_UNCHANGED = "No changes were made to the ToDo list."
+COLLECTION_UNCHANGED = "No changes were made to the {memory}."
 
-INSTRUCTIONS_UPDATED = "Instructions updated."
+TEXT_UPDATED = "{Memory} updated."
 
-INSTRUCTIONS_UNCHANGED = "The instructions were left unchanged."
+TEXT_UNCHANGED = "The {memory} needed no change."

@@ -1,28 +1,14 @@
-"""Pydantic models: the `UpdateMemory` routing tool, the default memories' shapes and history entries.
+"""Pydantic models: the default memories' shapes and history entries.
 
-The names (`UpdateMemory`, `update_type`, `Profile`, `ToDo`) and field names follow the LangChain Academy
-task_mAIstro tutorial: clients and saved data depend on them. Every schema carries a docstring and field
+The names (`Profile`, `ToDo`) and field names follow the LangChain Academy task_mAIstro tutorial: clients and
+saved data depend on them (the routing tool, `UpdateMemory`, is built from the memory kinds by the chat node). Every schema carries a docstring and field
 descriptions because several providers (Anthropic among them) reject tools without them.
 """
 
 from datetime import datetime
-from typing import Annotated, Literal, Optional
+from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from typing_extensions import TypedDict
-
-UpdateType = Literal["user", "todo", "instructions"]
-
-
-class UpdateMemory(TypedDict):
-    """Decide which long-term memory to update: the user's profile, their ToDo list, or their instructions."""
-
-    update_type: Annotated[
-        UpdateType,
-        ...,
-        "Which memory to update: 'user' for profile facts, 'todo' for tasks, "
-        "'instructions' for how the user wants ToDo items written.",
-    ]
 
 
 class Profile(BaseModel):

@@ -168,6 +168,11 @@ def calls(*tool_calls: dict) -> AIMessage:
     return AIMessage(content="", tool_calls=list(tool_calls))
 
 
+def document(schema: str, **fields: Any) -> dict:
+    """A tool call creating a new document of the schema named `schema` (any memory kind's)."""
+    return _call(schema, fields)
+
+
 def todo(task: str, **fields: Any) -> dict:
     """A tool call creating a new ToDo."""
     return _call("ToDo", {"task": task, **fields})

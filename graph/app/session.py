@@ -13,7 +13,7 @@ from langgraph.graph.state import CompiledStateGraph
 from graph.backends.thread_locks import ThreadLocks
 from graph.configuration import Configuration
 from graph.memory.changes import MemoryChange, list_history
-from graph.memory.kinds import DEFAULT_MEMORY_KINDS, INSTRUCTIONS, PROFILE, TODO
+from graph.memory.kinds import DEFAULT_MEMORY_KINDS, INSTRUCTIONS, PROFILE, TODO, kind_for_update
 from graph.thread.tool_calls import last_human_message, pending_update_calls
 
 CHAT_NODE = "task_maistro"
@@ -118,8 +118,7 @@ def thread_owner(graph: CompiledStateGraph, thread_id: str) -> str | None:
 
 def updating_text(calls: Sequence[Mapping[str, Any]]) -> str:
     """What `UpdateMemory` calls are about to update, e.g. "Updating your profile and ToDo list…"."""
-    titles = {kind.update_type: kind.title for kind in DEFAULT_MEMORY_KINDS}
-    kinds = dict.fromkeys(titles[call["args"]["update_type"]] for call in calls)
+    kinds = dict.fromkeys(kind_for_update(DEFAULT_MEMORY_KINDS, call["args"]["update_type"]).title for call in calls)
     return f"Updating your {' and '.join(kinds)}…"
 
 

@@ -11,9 +11,9 @@ from zoneinfo import ZoneInfo
 
 from langchain_core.messages import BaseMessage
 
-from graph.agent import NODE_FOR_UPDATE_TYPE
 from graph.app.scripted_model import Reply, add, calls, patch_where, profile, remove_where, replace, route, say, todo
 from graph.configuration import Configuration
+from graph.memory.kinds import DEFAULT_MEMORY_KINDS, kind_for_update
 
 USER = "Lance"
 SWIM = "Book swim lessons for 1-year-old daughter."
@@ -88,7 +88,7 @@ def _recall(messages: list[BaseMessage], _tools: list[str]) -> BaseMessage:
 
 def _memory_turn(key: str, update_type: str, update: Reply, answer: str, todos: dict) -> TutorialTurn:
     """A turn in which the model updates one memory (`user`, `todo` or `instructions`), then answers."""
-    replies = {"task_maistro": [route(update_type), say(answer)], NODE_FOR_UPDATE_TYPE[update_type]: [update]}
+    replies = {"task_maistro": [route(update_type), say(answer)], kind_for_update(DEFAULT_MEMORY_KINDS, update_type).node: [update]}
     return TutorialTurn(key, replies, todos)
 
 

@@ -1,23 +1,24 @@
 """What a turn knows of the user's memories: read once when the turn starts, shared by the nodes of the turn.
 
-The chat node reads the profile, the instructions and the ToDo list in one go (one SQL statement on
+The chat node reads every memory kind's documents (the ToDo list ranked, see below). It reads the profile, the
+instructions and the ToDo list in one go (one SQL statement on
 SQLite and PostgreSQL that returns only the ToDos changed since this process last read the list, the
 store's `read_memory_rows`, see `graph.memory.change_log`), ranks the list, and keeps the result for the turn, keyed by
 the turn's user message: its second call (the answer after an update) shows the same memories, so the
 prompt's prefix stays the same for the endpoint's prompt cache, and the update node patches the items that
 selection chose without reading the list again. The tool answers tell the model what changed in between,
 and an update node sees the changes of earlier rounds of its turn (`with_turn_changes`). A process that did
-not see the turn start (a resumed run) reads afresh.
+not see the turn start (a resumed run) reads afresh. Any other memory kind is read through the store's API.
 """
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, Item
 
 from graph.configuration import Configuration
 from graph.memory.change_log import change_log
@@ -37,7 +38,7 @@ from graph.memory.selection import (
     recent_user_text,
     semantic_hits,
 )
-from graph.memory.store import read_kind, read_text
+from graph.memory.store import read_kind
 
 TURNS_KEPT = 256
 _turns: OrderedDict[tuple, "TurnMemories"] = OrderedDict()
@@ -46,36 +47,40 @@ _turns_lock = threading.Lock()
 
 @dataclass(frozen=True)
 class TurnRead:
-    """One read of a user's memories: the ranked ToDo candidates, the profile and the instructions."""
+    """One read of a user's memories: the ranked ToDo candidates, and every other kind's documents by kind name."""
 
     candidates: Candidates
-    profile: dict[str, Any] | None
-    instructions: str
+    documents: dict[str, list[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
 class TurnMemories:
-    """The memories a turn works with: the profile, the instructions and its two ToDo selections."""
+    """The memories a turn works with: its two ToDo selections, and every other kind's documents by kind name."""
 
     store: BaseStore
-    profile: dict[str, Any] | None
-    instructions: str
+    documents: Mapping[str, list[dict[str, Any]]]
     prompt_todos: TodoSelection
     update_todos: TodoSelection
 
+    def text(self, kind: MemoryKind) -> str:
+        """The text of a free-text kind ("" when none was written)."""
+        documents = self.documents.get(kind.name) or [{}]
+        return documents[0].get("memory", "")
 
-def read_turn(store: BaseStore, user_id: str, wanted: Sequence[str], quotas: Quotas) -> TurnRead:
-    """The user's memories, read once: one SQL statement on SQLite and PostgreSQL, else the store's own reads.
+
+def read_turn(
+    store: BaseStore, user_id: str, wanted: Sequence[str], quotas: Quotas, kinds: Sequence[MemoryKind]
+) -> TurnRead:
+    """The user's memories of `kinds`, read once: the defaults in one SQL statement on SQLite and PostgreSQL, else
+    (and any other kind) with the store's own reads.
 
     On SQLite and PostgreSQL the statement returns only the ToDos changed since this process last read the list
     (`graph.memory.change_log.ChangeLogStore.read_memory_rows`), and only those are prepared again; the first read in a process reads them all.
     """
     logged = change_log(store)
     if logged is None:
-        profile = read_kind(store, PROFILE, user_id)
         entries = list_entries(store, read_kind(store, TODO, user_id))
-        candidates = rank_entries(entries, wanted, quotas)
-        return TurnRead(candidates, profile[0].value if profile else None, read_text(store, INSTRUCTIONS, user_id))
+        return TurnRead(rank_entries(entries, wanted, quotas), _documents(store, user_id, kinds, {}))
     list_id = (TODO.name, user_id)
     kept = LISTS.take(store, list_id)
     (mark, versions), prepared = kept if kept else ((None, {}), None)
@@ -97,26 +102,36 @@ def read_turn(store: BaseStore, user_id: str, wanted: Sequence[str], quotas: Quo
         prepared.changed(changed, removed)
     candidates = rank_entries(prepared, wanted, quotas)
     LISTS.keep(store, list_id, (rows.mark, versions), prepared)
-    profile, instructions = rows.profile, rows.instructions
-    return TurnRead(
-        candidates,
-        profile.value if profile else None,
-        instructions.value.get("memory", "") if instructions else "",
-    )
+    read = {PROFILE.name: rows.profile, INSTRUCTIONS.name: rows.instructions}
+    return TurnRead(candidates, _documents(store, user_id, kinds, read))
 
 
-def read_turn_memories(store: BaseStore, settings: Configuration, messages: Sequence[AnyMessage]) -> TurnMemories:
-    """Read the memories for a turn: profile, instructions, and the ToDos for the prompt and for an update."""
+def _documents(
+    store: BaseStore, user_id: str, kinds: Sequence[MemoryKind], read: Mapping[str, Item | None]
+) -> dict[str, list[dict[str, Any]]]:
+    """Each kind's documents but the ToDos' (ranked apart), by name: as `read` already holds them, else read now."""
+    documents: dict[str, list[dict[str, Any]]] = {}
+    for kind in kinds:
+        if kind.name in read:
+            documents[kind.name] = [read[kind.name].value] if read[kind.name] else []
+        elif kind.name != TODO.name:
+            documents[kind.name] = [item.value for item in read_kind(store, kind, user_id)]
+    return documents
+
+
+def read_turn_memories(
+    store: BaseStore, settings: Configuration, messages: Sequence[AnyMessage], kinds: Sequence[MemoryKind]
+) -> TurnMemories:
+    """Read the memories of `kinds` for a turn: each kind's documents, and the ToDos for the prompt and for an update."""
     user_id = settings.resolved_user_id
     query = recent_user_text(messages)
     prompt_limit, update_limit = settings.todo_prompt_limit, settings.todo_update_limit
     widest = Quotas(max(prompt_limit, update_limit))
-    read = read_turn(store, user_id, query_terms(query), widest)
+    read = read_turn(store, user_id, query_terms(query), widest, kinds)
     hits = semantic_hits(store, user_id, query, widest.semantic) if read.candidates.total > min(prompt_limit, update_limit) else []
     return TurnMemories(
         store=store,
-        profile=read.profile,
-        instructions=read.instructions,
+        documents=read.documents,
         prompt_todos=choose(read.candidates, prompt_limit, hits),
         update_todos=choose(read.candidates, update_limit, hits),
     )
@@ -125,20 +140,24 @@ def read_turn_memories(store: BaseStore, settings: Configuration, messages: Sequ
 def select_todos(store: BaseStore, user_id: str, query: str, limit: int) -> TodoSelection:
     """The ToDo items a turn whose user says `query` shows the user: all of them up to `limit`, else the most relevant."""
     settings = Configuration(user_id=user_id, todo_prompt_limit=limit, todo_update_limit=limit)
-    return read_turn_memories(store, settings, [HumanMessage(query)]).prompt_todos
+    return read_turn_memories(store, settings, [HumanMessage(query)], (TODO,)).prompt_todos
 
 
 def turn_memories(
-    store: BaseStore, settings: Configuration, messages: Sequence[AnyMessage], thread_id: str
+    store: BaseStore,
+    settings: Configuration,
+    messages: Sequence[AnyMessage],
+    thread_id: str,
+    kinds: Sequence[MemoryKind],
 ) -> TurnMemories:
-    """The turn's memories: kept from the turn's first read in this process, else read now (and kept)."""
-    key = _turn_key(store, settings, messages, thread_id)
+    """The turn's memories of `kinds`: kept from the turn's first read in this process, else read now (and kept)."""
+    key = _turn_key(store, settings, messages, thread_id, kinds)
     with _turns_lock:
         kept = _turns.get(key)
         if kept is not None and kept.store is store:
             _turns.move_to_end(key)
             return kept
-    memories = read_turn_memories(store, settings, messages)
+    memories = read_turn_memories(store, settings, messages, kinds)
     with _turns_lock:
         _turns[key] = memories
         while len(_turns) > TURNS_KEPT:
@@ -146,15 +165,23 @@ def turn_memories(
     return memories
 
 
-def start_turn(store: BaseStore, settings: Configuration, messages: Sequence[AnyMessage], thread_id: str) -> TurnMemories:
-    """Read the memories afresh at the start of a turn and keep them for the rest of it."""
-    key = _turn_key(store, settings, messages, thread_id)
+def start_turn(
+    store: BaseStore,
+    settings: Configuration,
+    messages: Sequence[AnyMessage],
+    thread_id: str,
+    kinds: Sequence[MemoryKind],
+) -> TurnMemories:
+    """Read the memories of `kinds` afresh at the start of a turn and keep them for the rest of it."""
+    key = _turn_key(store, settings, messages, thread_id, kinds)
     with _turns_lock:
         _turns.pop(key, None)
-    return turn_memories(store, settings, messages, thread_id)
+    return turn_memories(store, settings, messages, thread_id, kinds)
 
 
-def _turn_key(store: BaseStore, settings: Configuration, messages: Sequence[AnyMessage], thread_id: str) -> tuple:
+def _turn_key(
+    store: BaseStore, settings: Configuration, messages: Sequence[AnyMessage], thread_id: str, kinds: Sequence[MemoryKind]
+) -> tuple:
     latest = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
     return (
         id(store),
@@ -163,6 +190,7 @@ def _turn_key(store: BaseStore, settings: Configuration, messages: Sequence[AnyM
         latest.id if latest else None,
         settings.todo_prompt_limit,
         settings.todo_update_limit,
+        tuple(kind.name for kind in kinds),
     )
 
 

@@ -1,18 +1,29 @@
 """Compact text renderings of the memories for prompts and tool answers."""
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from langgraph.store.base import Item
 
+from graph.memory.kinds import MemoryKind
 
-def render_profile(profile: Mapping[str, Any] | None) -> str:
-    """The profile as one line of JSON without empty fields ("" when there is none)."""
-    if not profile:
+
+def render_document(document: Mapping[str, Any] | None) -> str:
+    """A document (a profile, a contact) as one line of JSON without empty fields ("" when there is none)."""
+    if not document:
         return ""
-    filled = {name: value for name, value in profile.items() if value not in (None, "", [])}
+    filled = {name: value for name, value in document.items() if value not in (None, "", [])}
     return json.dumps(filled, ensure_ascii=False)
+
+
+def render_documents(kind: MemoryKind, documents: Sequence[Mapping[str, Any]]) -> str:
+    """A kind's documents for the prompt: a text kind's text, a single document's line, or one line per document."""
+    if kind.text:
+        return documents[0].get("memory", "") if documents else ""
+    if not kind.collection:
+        return render_document(documents[0] if documents else None)
+    return "\n".join(f"- {render_document(document)}" for document in documents)
 
 
 def render_todo(todo: Mapping[str, Any]) -> str:

@@ -1,8 +1,9 @@
-"""The graph's nodes: the chat node, one module per update node, and the trustcall extraction they share.
+"""The graph's nodes: the chat node, one update node per memory kind, and the trustcall extraction they share.
 
 Public modules: `chat` (the `task_maistro` node) and `update` (the recipe every update node follows:
-propose changes, commit them with their history, answer the tool calls). `graph.agent` wires the update
-nodes; `extraction` serves them.
+propose changes, commit them with their history, answer the tool calls). `update_kinds` picks each kind's
+proposer and report (`update_document`, `update_collection`, `update_text`, and `update_todos` for the ToDo
+list); `graph.agent` wires the nodes; `extraction` serves them.
 """
 
 __all__ = ["chat", "update"]

@@ -1,17 +1,21 @@
 """The `task_maistro` node: answers the user with their memories in the prompt, and decides what to save."""
 
+import functools
 from collections.abc import Sequence
+from typing import Annotated, Literal
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
+from typing_extensions import TypedDict
 
 from graph.backends.model import ChatModelFactory, model_errors
 from graph.configuration import Configuration, RunSettings
 from graph.memory.context import TurnMemories, start_turn, turn_memories
-from graph.memory.rendering import render_profile, render_todos
+from graph.memory.kinds import TODO, MemoryKind
+from graph.memory.rendering import render_documents, render_todos
 from graph.nodes.update import routed_here
 from graph.state import State
 from graph.thread.summary import fold_into_summary, with_summary
@@ -27,11 +31,17 @@ from graph.thread.tool_calls import (
     repair_tool_answers,
     without_tool_calls,
 )
-from prompts import EMPTY_MESSAGE_REPLY, LANGUAGE_RULE, MODEL_SYSTEM_MESSAGE
-from schemas import UpdateMemory
+from prompts import (
+    EMPTY_MESSAGE_REPLY,
+    LANGUAGE_RULE,
+    MEMORY_LIST_ITEM,
+    MEMORY_SECTION,
+    MODEL_SYSTEM_MESSAGE,
+    ROUTING_RULE,
+    UPDATE_MEMORY_DOC,
+    UPDATE_TYPE_DOC,
+)
 
-# Converted once: converting the TypedDict on every call costs milliseconds.
-UPDATE_MEMORY_TOOL = convert_to_openai_tool(UpdateMemory)
 # Routing needs one step for the update nodes and one for the chat node that answers afterwards.
 STEPS_PER_ROUND = 2
 # How often the calls of a turn cut short are re-run before the next message (a kill during the re-run counts
@@ -39,24 +49,57 @@ STEPS_PER_ROUND = 2
 MAX_RESUME_ATTEMPTS = 10
 
 
-def chat_system_message(memories: TurnMemories, settings: Configuration, summary: str) -> SystemMessage:
-    """The chat prompt with the user's profile, relevant ToDos, instructions and the thread's summary."""
-    todos = memories.prompt_todos
+@functools.lru_cache(maxsize=32)
+def update_memory_tool(kinds: tuple[MemoryKind, ...]) -> dict:
+    """The `UpdateMemory` tool whose `update_type` names one of `kinds` (converted once per list of kinds)."""
+    choices = ", ".join(f"'{kind.update_type}' for {kind.description}" for kind in kinds)
+    update_type = Literal[tuple(kind.update_type for kind in kinds)]  # type: ignore[valid-type]
+    schema = TypedDict("UpdateMemory", {"update_type": Annotated[update_type, ..., UPDATE_TYPE_DOC.format(choices=choices)]})
+    schema.__doc__ = UPDATE_MEMORY_DOC.format(memories=", ".join(kind.title for kind in kinds))
+    return convert_to_openai_tool(schema)
+
+
+def memory_content(kind: MemoryKind, memories: TurnMemories) -> str:
+    """One kind's memories as the chat prompt shows them: the ToDos chosen for the turn, else every document."""
+    if kind.name == TODO.name:
+        todos = memories.prompt_todos
+        return render_todos(todos.items, todos.hidden_open, todos.hidden_closed)
+    return render_documents(kind, memories.documents[kind.name])
+
+
+def chat_system_message(
+    memories: TurnMemories, settings: Configuration, summary: str, kinds: Sequence[MemoryKind]
+) -> SystemMessage:
+    """The chat prompt with a section for each memory kind, a routing rule for each, and the thread's summary."""
     prompt = MODEL_SYSTEM_MESSAGE.format(
         role=settings.role,
         now=settings.now_text(),
-        user_profile=render_profile(memories.profile),
-        todo=render_todos(todos.items, todos.hidden_open, todos.hidden_closed),
-        instructions=memories.instructions,
+        memory_list="\n".join(
+            MEMORY_LIST_ITEM.format(number=number, memory=kind.title, description=kind.description)
+            for number, kind in enumerate(kinds, 1)
+        ),
+        memory_sections="\n\n".join(
+            MEMORY_SECTION.format(memory=kind.title, name=kind.name, content=memory_content(kind, memories))
+            for kind in kinds
+        ),
+        routing_rules="\n".join(
+            ROUTING_RULE.format(description=kind.description, memory=kind.title, update_type=kind.update_type)
+            for kind in kinds
+        ),
         language_rule=LANGUAGE_RULE,
     )
     return SystemMessage(content=with_summary(prompt, summary))
 
 
 def task_maistro(
-    state: State, config: RunnableConfig, runtime: Runtime[Configuration], *, chat_model: ChatModelFactory
+    state: State,
+    config: RunnableConfig,
+    runtime: Runtime[Configuration],
+    *,
+    chat_model: ChatModelFactory,
+    kinds: tuple[MemoryKind, ...],
 ) -> dict:
-    """Answer the user, or call UpdateMemory.
+    """Answer the user, or call UpdateMemory for one of the memory `kinds`.
 
     When the user writes after a turn that was cut short before its memory updates ran, those updates run
     first (`route_message` sends the turn's pending calls on; they replay with the same call ids, so their
@@ -86,10 +129,11 @@ def task_maistro(
     model = chat_model(settings)
     if turn_starts:
         thread, summary = fold_into_summary(thread, summary, model, settings)
-        memories = start_turn(runtime.store, settings, thread, run.thread_id)
+        memories = start_turn(runtime.store, settings, thread, run.thread_id, kinds)
     else:
-        memories = turn_memories(runtime.store, settings, thread, run.thread_id)
-    system = chat_system_message(memories, settings, summary)
+        memories = turn_memories(runtime.store, settings, thread, run.thread_id, kinds)
+    system = chat_system_message(memories, settings, summary, kinds)
+    update_types = [kind.update_type for kind in kinds]
     visible_thread = bound_messages(chat_history(thread))
     new_messages: list[AnyMessage] = []
     while True:
@@ -102,8 +146,8 @@ def task_maistro(
             if not may_route:
                 new_messages.append(without_tool_calls(model.invoke(prompt)))
                 break
-            response = model.bind_tools([UPDATE_MEMORY_TOOL]).invoke(prompt)
-        rejected = reject_invalid_calls(response)
+            response = model.bind_tools([update_memory_tool(kinds)]).invoke(prompt)
+        rejected = reject_invalid_calls(response, update_types)
         routed_here(response)
         new_messages += [response, *rejected]
         if not rejected or pending_update_calls(thread + new_messages):

@@ -1,9 +1,9 @@
 """The recipe every update node follows: propose changes, commit them with their history, answer the calls.
 
-A node supplies two functions: `propose` (the changes a memory needs, from the conversation; None when the
-model's output was unusable) and `report` (what to tell the chat model about the outcome). Everything else
-is the same for the profile, the ToDo list and the instructions: the pending `UpdateMemory` calls it
-answers, secret redaction, one batch for the changes and their history, and the tool answers.
+A memory kind's node supplies two functions (`graph.nodes.update_kinds` picks them for each kind): `propose`
+(the changes the memory needs, from the conversation; None when the model's output was unusable) and `report`
+(what to tell the chat model about the outcome). Everything else is the same for every kind: the pending
+`UpdateMemory` calls of its update type it answers, secret redaction, one batch for the changes and their history, and the tool answers.
 
 Each update happens once and overwrites nobody (`graph.memory.changes`). A replayed update (the process
 died after its commit, before the checkpoint recorded it) finds its changes in the history under its
@@ -32,7 +32,7 @@ from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, co
 from graph.memory.conditions import ConflictError
 from graph.memory.kinds import MemoryKind
 from graph.memory.redaction import redact_text
-from graph.nodes.extraction import extraction_messages, routing_seed
+from graph.nodes.extraction import extraction_messages, new_document_key, routing_seed
 from graph.state import State
 from graph.thread.tokens import bound_message
 from graph.thread.tool_calls import last_ai_message, pending_update_calls, through_latest_calls
@@ -57,7 +57,8 @@ def routed_here(message: AIMessage) -> None:
 
 @dataclass(frozen=True)
 class UpdateRequest:
-    """What an update node works from: the run, its settings and ids, its model, and the calls it answers.
+    """What an update node works from: the run, its settings and ids, its model, its memory kind (among the graph's
+    `kinds`), and the calls it answers.
 
     `fresh` asks `propose` to read the memories from the store again rather than use the turn's read
     (after another writer changed them under the update).
@@ -68,6 +69,8 @@ class UpdateRequest:
     store: BaseStore
     run: RunSettings
     model: BaseChatModel
+    kind: MemoryKind
+    kinds: tuple[MemoryKind, ...]
     calls: list[dict]
     fresh: bool = False
 
@@ -96,13 +99,28 @@ class UpdateRequest:
         resumed_id = (self.state.get("resumed_calls") or ("", 0))[0]
         return not first_run_here or resumed_id == routing_id
 
+    @property
+    def extraction_options(self) -> dict[str, bool]:
+        """What trustcall may do to the kind's documents: insert, patch, delete."""
+        kind = self.kind
+        return {"enable_inserts": kind.inserts, "enable_updates": kind.patches, "enable_deletes": kind.deletes}
+
+    def new_key(self, index: int) -> str:
+        """The key of the index-th new document, derived from the routing call: the same on a replay."""
+        return new_document_key(self.messages, self.calls[0]["id"], index)
+
     def prompt(self, instruction: str) -> list[AnyMessage]:
         """The extraction prompt: the instruction, the thread's summary and the visible conversation."""
         return extraction_messages(instruction, self.messages, self.state.get("summary", ""))
 
 
 Propose = Callable[[UpdateRequest], list[MemoryChange] | None]
-Report = Callable[[list[MemoryChange] | None, list[MemoryChange]], str]
+Report = Callable[[UpdateRequest, list[MemoryChange] | None, list[MemoryChange]], str]
+
+
+def capitalized(text: str) -> str:
+    """The text with its first letter upper-cased ("profile" → "Profile", "ToDo list" unchanged)."""
+    return text[:1].upper() + text[1:]
 
 
 def change_context(request: UpdateRequest) -> ChangeContext:
@@ -147,10 +165,12 @@ def update_memory(
     chat_model: ChatModelFactory,
     *,
     kind: MemoryKind,
+    kinds: tuple[MemoryKind, ...],
     propose: Propose,
     report: Report,
 ) -> dict:
-    """Run the recipe for one memory `kind`, answering the pending UpdateMemory calls of its update type.
+    """Run the recipe for one memory `kind` of the graph's `kinds`, answering the pending UpdateMemory calls of its
+    update type.
 
     Changes already committed under the update's seed answer the calls as they are; a conflict (with another
     writer, or with the update's own earlier run) makes it look for those, then read and propose again
@@ -158,16 +178,16 @@ def update_memory(
     """
     run, store = RunSettings.of(config, runtime), runtime.store
     calls = pending_update_calls(state["messages"], kind.update_type)
-    request = UpdateRequest(state, config, store, run, chat_model(run.settings), calls)
+    request = UpdateRequest(state, config, store, run, chat_model(run.settings), kind, kinds, calls)
     context = change_context(request)
     for attempt in range(1 + CONFLICT_RETRIES):
         replay = attempt > 0 or request.may_be_replay
         if replay and (committed := committed_changes(store, request.user_id, kind, context.seed)):
-            return answer_update_calls(calls, report(committed, committed), kind, committed, set())
+            return answer_update_calls(calls, report(request, committed, committed), kind, committed, set())
         proposed = propose(replace(request, fresh=attempt > 0))
         try:
             saved, secrets = commit_changes(store, request.user_id, kind, proposed or [], context)
         except ConflictError:
             continue
-        return answer_update_calls(calls, report(proposed, saved), kind, saved, secrets)
+        return answer_update_calls(calls, report(request, proposed, saved), kind, saved, secrets)
     return answer_update_calls(calls, UPDATE_CONFLICT.format(memory=kind.label), kind, [], set())

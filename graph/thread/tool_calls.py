@@ -8,12 +8,8 @@ model, and answers calls it cannot route itself.
 from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
-from pydantic import TypeAdapter, ValidationError
 
 from prompts import INTERRUPTED_ANSWER, INVALID_UPDATE_ANSWER, LIMIT_REPLY, MALFORMED_CALL_ANSWER, UNKNOWN_TOOL_ANSWER
-from schemas import UpdateMemory
-
-_update_memory_args = TypeAdapter(UpdateMemory)
 
 
 def _call_ids(message: AIMessage) -> list[str]:
@@ -35,7 +31,11 @@ def last_human_message(messages: Sequence[AnyMessage]) -> HumanMessage | None:
 
 
 def pending_update_calls(messages: Sequence[AnyMessage], update_type: str | None = None) -> list[dict]:
-    """Valid `UpdateMemory` calls of the latest assistant message that have no answer yet."""
+    """`UpdateMemory` calls of the latest assistant message that have no answer yet (of `update_type`, if given).
+
+    The chat node answers a call whose update type names no memory kind at once (`reject_invalid_calls`), so
+    every call left unanswered names one.
+    """
     message = last_ai_message(messages)
     if message is None:
         return []
@@ -44,28 +44,33 @@ def pending_update_calls(messages: Sequence[AnyMessage], update_type: str | None
         call
         for call in message.tool_calls
         if call["id"] not in answered
-        and update_memory_error(call) is None
+        and is_update_call(call)
         and (update_type is None or call["args"]["update_type"] == update_type)
     ]
 
 
-def update_memory_error(call: dict) -> str | None:
-    """Why a tool call is not a valid `UpdateMemory` call, or None when it is."""
+def is_update_call(call: dict) -> bool:
+    """Whether a tool call is an `UpdateMemory` call with a text `update_type`."""
+    args = call.get("args")
+    return call.get("name") == "UpdateMemory" and isinstance(args, dict) and isinstance(args.get("update_type"), str)
+
+
+def update_memory_error(call: dict, update_types: Sequence[str]) -> str | None:
+    """Why a tool call is not an `UpdateMemory` call naming one of `update_types`, or None when it is one."""
     if call.get("name") != "UpdateMemory":
         return UNKNOWN_TOOL_ANSWER.format(name=call.get("name"))
-    try:
-        _update_memory_args.validate_python(call.get("args"))
-    except ValidationError:
-        return INVALID_UPDATE_ANSWER.format(args=call.get("args"))
+    if not is_update_call(call) or call["args"]["update_type"] not in update_types:
+        choices = ", ".join(repr(update_type) for update_type in update_types)
+        return INVALID_UPDATE_ANSWER.format(args=call.get("args"), choices=choices)
     return None
 
 
-def reject_invalid_calls(message: AIMessage) -> list[ToolMessage]:
-    """Error answers for the calls of `message` that cannot be routed (unknown tool, bad or malformed arguments)."""
+def reject_invalid_calls(message: AIMessage, update_types: Sequence[str]) -> list[ToolMessage]:
+    """Error answers for the calls of `message` that cannot be routed (unknown tool or update type, malformed)."""
     answers = [
         ToolMessage(content=error, tool_call_id=call["id"], status="error")
         for call in message.tool_calls
-        if (error := update_memory_error(call)) is not None
+        if (error := update_memory_error(call, update_types)) is not None
     ]
     answers += [
         ToolMessage(

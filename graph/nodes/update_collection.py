@@ -1,0 +1,43 @@
+"""The update of a collection kind (contacts, a journal): trustcall inserts, patches and deletes its documents."""
+
+from graph.memory.changes import MemoryChange
+from graph.memory.context import with_turn_changes
+from graph.memory.store import namespace, search_all
+from graph.nodes.extraction import extract_changes
+from graph.nodes.update import UpdateRequest, capitalized
+from prompts import COLLECTION_UNCHANGED, COLLECTION_UPDATED, EXTRACTION_FAILED, LANGUAGE_RULE
+
+
+def propose_collection(request: UpdateRequest) -> list[MemoryChange] | None:
+    """Documents created, patched and removed from the conversation, among all of the user's documents of the kind.
+
+    The changes of the turn's earlier rounds are applied to what is read; new documents get keys derived from
+    the routing call, so a replayed update writes the same keys.
+    """
+    kind = request.kind
+    stored = {item.key: item.value for item in search_all(request.store, namespace(kind, request.user_id))}
+    existing = stored if request.fresh else with_turn_changes(stored, request.messages, kind)
+    return extract_changes(
+        request.model,
+        kind.schema,
+        request.prompt(kind.instruction.format(language_rule=LANGUAGE_RULE, now=request.settings.now_text())),
+        existing,
+        request.new_key,
+        request.config,
+        **request.extraction_options,
+    )
+
+
+def report_collection(request: UpdateRequest, proposed: list[MemoryChange] | None, saved: list[MemoryChange]) -> str:
+    """A short report naming each created, updated and deleted document by its summary field."""
+    kind = request.kind
+    if proposed is None:
+        return EXTRACTION_FAILED.format(memory=kind.title)
+    if not saved:
+        return COLLECTION_UNCHANGED.format(memory=kind.title)
+    lines = []
+    for change in saved:
+        summary = (change.after or change.before or {}).get(kind.summary_field, change.key)
+        detail = f" ({', '.join(change.changed_fields())})" if change.action == "updated" else ""
+        lines.append(f"{change.action}: {summary}{detail}")
+    return COLLECTION_UPDATED.format(Memory=capitalized(kind.title), changes="\n".join(lines))

@@ -1,0 +1,30 @@
+"""The update of a single-document kind (the profile): one document per user, created once and then patched by
+trustcall."""
+
+from graph.memory.changes import MemoryChange
+from graph.memory.store import namespace, search_all
+from graph.nodes.extraction import extract_changes
+from graph.nodes.update import UpdateRequest, capitalized
+from prompts import DOCUMENT_UNCHANGED, DOCUMENT_UPDATED, EXTRACTION_FAILED, LANGUAGE_RULE
+
+
+def propose_document(request: UpdateRequest) -> list[MemoryChange] | None:
+    """The kind's document patched (or created) from the conversation; at most one change."""
+    kind = request.kind
+    existing = {item.key: item.value for item in search_all(request.store, namespace(kind, request.user_id))}
+    instruction = kind.instruction.format(language_rule=LANGUAGE_RULE, now=request.settings.now_text())
+    changes = extract_changes(
+        request.model, kind.schema, request.prompt(instruction), existing, lambda _: kind.key, request.config,
+        **request.extraction_options,
+    )
+    return None if changes is None else changes[-1:]
+
+
+def report_document(request: UpdateRequest, proposed: list[MemoryChange] | None, saved: list[MemoryChange]) -> str:
+    """Which of the document's fields changed, or why none did."""
+    memory = request.kind.title
+    if proposed is None:
+        return EXTRACTION_FAILED.format(memory=memory)
+    if saved:
+        return DOCUMENT_UPDATED.format(Memory=capitalized(memory), fields=", ".join(saved[0].changed_fields()))
+    return DOCUMENT_UNCHANGED.format(memory=memory)

@@ -1,0 +1,32 @@
+"""The update of a free-text kind (the instructions): the whole text rewritten with one model call, no trustcall."""
+
+from langchain_core.messages import HumanMessage
+
+from graph.backends.model import model_errors, quiet
+from graph.memory.changes import MemoryChange
+from graph.memory.store import namespace
+from graph.nodes.update import UpdateRequest, capitalized
+from prompts import TEXT_REQUEST, TEXT_UNCHANGED, TEXT_UPDATED
+
+
+def propose_text(request: UpdateRequest) -> list[MemoryChange]:
+    """The complete new text, asked of the model (an unchanged text is dropped by the commit)."""
+    kind = request.kind
+    current = request.store.get(namespace(kind, request.user_id), kind.key)
+    before = current.value if current else None
+    instruction = kind.instruction.format(
+        current=(before or {}).get("memory", ""), memory=kind.title, description=kind.description
+    )
+    prompt = [*request.prompt(instruction), HumanMessage(content=TEXT_REQUEST.format(memory=kind.title))]
+    with model_errors():
+        text = quiet(request.model).invoke(prompt, request.config).text.strip()
+    if not text:
+        return []
+    after = kind.schema(memory=text).model_dump()
+    return [MemoryChange("updated" if before else "created", kind.key, before, after)]
+
+
+def report_text(request: UpdateRequest, _proposed: list[MemoryChange] | None, saved: list[MemoryChange]) -> str:
+    """Whether the text changed."""
+    memory = request.kind.title
+    return TEXT_UPDATED.format(Memory=capitalized(memory)) if saved else TEXT_UNCHANGED.format(memory=memory)

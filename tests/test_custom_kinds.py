@@ -1,0 +1,123 @@
+"""A memory kind added as data (`build_graph(memory_kinds=[...])`, MAISTRO_MEMORY_KINDS) gets its routing choice,
+its update node with trustcall, its section of the chat prompt, and its history, undo, export and import."""
+
+import pytest
+from langchain_core.messages import ToolMessage
+
+from graph import DEFAULT_MEMORY_KINDS, SettingsError, build_graph, close_graph
+from graph.agent import compile_agent
+from graph.app.scripted_model import calls, document, patch_where, replace, route, say
+from graph.memory.admin import export_memories, import_memories
+from graph.memory.changes import list_history, undo_change
+from graph.memory.store import namespace, read_kind
+from graph.settings import Settings
+from tests.support.custom_kinds import CONTACT, HEALTH, KINDS
+from tests.support.helpers import turn
+
+ADA = {"name": "Ada", "phone": "555-0100", "relation": "sister"}
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def kinds_agent(request, model, tmp_path):
+    """The agent with a contact list and health notes besides the tutorial's memories."""
+    database_url = request.getfixturevalue("fresh_database") if request.param == "postgres" else None
+    agent = build_graph(tmp_path / "data", database_url=database_url, chat_model=lambda _: model, memory_kinds=KINDS)
+    yield agent
+    close_graph(agent)
+
+
+def contacts(agent, user_id="Lance"):
+    """The user's contacts, by name."""
+    return {item.value["name"]: item.value for item in read_kind(agent.store, CONTACT, user_id)}
+
+
+def test_each_kind_has_its_update_node_and_routing_choice(kinds_agent):
+    nodes = set(kinds_agent.get_graph().nodes)
+    assert {"update_profile", "update_todos", "update_instructions", "update_contact", "update_health"} <= nodes
+
+
+def test_new_kinds_are_routed_extracted_with_trustcall_stored_and_shown_in_the_prompt(kinds_agent, model):
+    model.add("task_maistro", route("contact", "health"), say("Noted Ada's number and your allergy."))
+    model.add("update_contact", calls(document("Contact", **ADA)))
+    model.add("update_health", calls(document("Health", allergies=["peanuts"])))
+
+    thread = turn(kinds_agent, "My sister Ada's number is 555-0100. I'm allergic to peanuts.")
+
+    first_call = model.calls_in("task_maistro")[0]
+    (tool,) = first_call.tools
+    assert tool["function"]["name"] == "UpdateMemory"
+    update_types = tool["function"]["parameters"]["properties"]["update_type"]["enum"]
+    assert update_types == ["user", "todo", "instructions", "contact", "health"]
+    assert "People the user knows" in first_call.messages[0].content
+    assert [call.tool_names for call in model.calls_in("update_contact")] == [["Contact"]]  # trustcall's tool
+    assert contacts(kinds_agent) == {"Ada": ADA}
+    health = kinds_agent.store.get(namespace(HEALTH, "Lance"), "user_health")
+    assert health.value == {"allergies": ["peanuts"], "conditions": []}
+    reports = sorted(m.content for m in thread if isinstance(m, ToolMessage))
+    assert reports == ["Contact list changes:\ncreated: Ada", "Health updated: allergies, conditions."]
+    model.add("task_maistro", say("Ada is your sister."))
+    turn(kinds_agent, "Who is Ada?")
+    next_prompt = model.calls_in("task_maistro")[-1].messages[0].content
+    assert '"phone": "555-0100"' in next_prompt and '"allergies": ["peanuts"]' in next_prompt
+    assert [(e["kind"], e["action"]) for e in list_history(kinds_agent.store, "Lance")] == [
+        ("contact", "created"), ("health", "created")
+    ]
+
+
+def test_a_new_kinds_patch_is_in_the_history_and_undone(kinds_agent, model):
+    model.add("task_maistro", route("contact"), say("Saved."), route("contact"), say("Updated."))
+    model.add("update_contact", calls(document("Contact", **ADA)), patch_where("Ada", replace("/phone", "555-0199")))
+    turn(kinds_agent, "My sister Ada's number is 555-0100.")
+    turn(kinds_agent, "Ada has a new number: 555-0199.")
+    assert contacts(kinds_agent)["Ada"]["phone"] == "555-0199"
+    assert "PatchDoc" in model.calls_in("update_contact")[1].tool_names  # trustcall patched the stored contact
+
+    undone = undo_change(kinds_agent.store, "Lance", kinds=KINDS)
+
+    assert undone["kind"] == "contact" and contacts(kinds_agent)["Ada"]["phone"] == "555-0100"
+
+
+def test_a_new_kind_is_exported_and_imported(kinds_agent, model):
+    model.add("task_maistro", route("contact"), say("Saved."))
+    model.add("update_contact", calls(document("Contact", **ADA)))
+    turn(kinds_agent, "My sister Ada's number is 555-0100.")
+
+    exported = export_memories(kinds_agent.store, "Lance", KINDS)
+    import_memories(kinds_agent.store, "Grace", exported, KINDS)
+
+    assert list(exported["contact"].values()) == [ADA]
+    assert contacts(kinds_agent, "Grace") == {"Ada": ADA}
+
+
+def test_an_update_type_of_no_kind_is_answered_with_the_choices(kinds_agent, model):
+    model.add("task_maistro", route("journal"), say("I cannot save that."))
+
+    thread = turn(kinds_agent, "Write this in my journal.")
+
+    assert "update_type must be one of 'user', 'todo', 'instructions', 'contact', 'health'" in thread[2].content
+
+
+def test_the_setting_names_the_kinds_of_the_servers_graph(monkeypatch):
+    monkeypatch.setenv("MAISTRO_MEMORY_KINDS", "tests.support.custom_kinds:KINDS")
+    assert "update_health" in compile_agent().get_graph().nodes
+    assert Settings.from_environ({}).memory_kinds == DEFAULT_MEMORY_KINDS
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("tests.support.custom_kinds", "use package.module:NAME, naming a list of graph.MemoryKind"),
+        ("tests.support.no_such_module:KINDS", "the module tests.support.no_such_module cannot be imported"),
+        ("tests.support.custom_kinds:MISSING", "the module tests.support.custom_kinds has no MISSING"),
+        ("tests.support.custom_kinds:NOT_KINDS", "The memory kinds must be a non-empty list of graph.MemoryKind objects"),
+    ],
+)
+def test_a_setting_that_names_no_list_of_kinds_is_refused_with_one_sentence(value, reason):
+    with pytest.raises(SettingsError) as refused:
+        Settings.from_environ({"MAISTRO_MEMORY_KINDS": value})
+    assert str(refused.value).startswith(f"MAISTRO_MEMORY_KINDS={value!r} is invalid: {reason}")
+
+
+def test_kinds_sharing_a_name_are_refused():
+    with pytest.raises(ValueError, match="Two memory kinds share the name 'contact'"):
+        build_graph(memory_kinds=[*KINDS, CONTACT])
