@@ -1,11 +1,15 @@
 """A memory kind added as data (`build_graph(memory_kinds=[...])`, MAISTRO_MEMORY_KINDS) gets its routing choice,
 its update node with trustcall, its section of the chat prompt, and its history, undo, export and import."""
 
+import json
+
 import pytest
 from langchain_core.messages import ToolMessage
+from typer.testing import CliRunner
 
 from graph import DEFAULT_MEMORY_KINDS, SettingsError, build_graph, close_graph
 from graph.agent import compile_agent
+from graph.app.cli import app
 from graph.app.scripted_model import calls, document, patch_where, replace, route, say
 from graph.memory.admin import export_memories, import_memories
 from graph.memory.changes import list_history, undo_change
@@ -15,6 +19,7 @@ from tests.support.custom_kinds import CONTACT, HEALTH, KINDS
 from tests.support.helpers import turn
 
 ADA = {"name": "Ada", "phone": "555-0100", "relation": "sister"}
+cli = CliRunner()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -59,7 +64,7 @@ def test_new_kinds_are_routed_extracted_with_trustcall_stored_and_shown_in_the_p
     turn(kinds_agent, "Who is Ada?")
     next_prompt = model.calls_in("task_maistro")[-1].messages[0].content
     assert '"phone": "555-0100"' in next_prompt and '"allergies": ["peanuts"]' in next_prompt
-    assert [(e["kind"], e["action"]) for e in list_history(kinds_agent.store, "Lance")] == [
+    assert sorted((e["kind"], e["action"]) for e in list_history(kinds_agent.store, "Lance")) == [
         ("contact", "created"), ("health", "created")
     ]
 
@@ -121,3 +126,37 @@ def test_a_setting_that_names_no_list_of_kinds_is_refused_with_one_sentence(valu
 def test_kinds_sharing_a_name_are_refused():
     with pytest.raises(ValueError, match="Two memory kinds share the name 'contact'"):
         build_graph(memory_kinds=[*KINDS, CONTACT])
+
+
+def test_the_cli_shows_history_undoes_exports_and_imports_the_kinds_the_setting_names(model, tmp_path, monkeypatch):
+    data_dir = tmp_path / "data"
+    agent = build_graph(data_dir, chat_model=lambda _: model, memory_kinds=KINDS)
+    model.add("task_maistro", route("contact", "health"), say("Saved."))
+    model.add("update_contact", calls(document("Contact", **ADA)))
+    model.add("update_health", calls(document("Health", allergies=["peanuts"])))
+    turn(agent, "My sister Ada's number is 555-0100. I'm allergic to peanuts.")
+    close_graph(agent)
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setenv("MAISTRO_MEMORY_KINDS", "tests.support.custom_kinds:KINDS")
+    where = ["--user", "Lance", "--data-dir", str(data_dir)]
+
+    shown = cli.invoke(app, ["show", "contact", *where])
+    health = cli.invoke(app, ["show", "health", *where])
+    listed = cli.invoke(app, ["history", *where])
+    exported = tmp_path / "export.json"
+    cli.invoke(app, ["export", "--output", str(exported), *where])
+    imported = cli.invoke(app, ["import", str(exported), "--user", "Grace", "--data-dir", str(data_dir)])
+    grace = cli.invoke(app, ["show", "contact", "--json", "--user", "Grace", "--data-dir", str(data_dir)])
+    entries = json.loads(cli.invoke(app, ["history", "--json", *where]).output)
+    health_change = next(key for key, entry in entries.items() if entry["kind"] == "health")
+    undone = cli.invoke(app, ["undo", health_change[:8], *where])
+    unknown = cli.invoke(app, ["show", "journal", *where])
+
+    assert shown.exit_code == 0 and "Contact list of Lance" in shown.output and "555-0100" in shown.output
+    assert "Health of Lance" in health.output and "peanuts" in health.output
+    assert "contact" in listed.output and "Ada" in listed.output
+    assert imported.output == "Imported into Grace: 0 profile, 0 todo, 0 instructions, 1 contact, 1 health, 2 history.\n"
+    assert list(json.loads(grace.output).values()) == [ADA]
+    assert undone.output.endswith(": health removed.\n")
+    assert unknown.exit_code == 1
+    assert "There is no memory kind 'journal'; the kinds are profile, todo, instructions, contact, health." in unknown.output

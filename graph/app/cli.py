@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from graph.memory.kinds import INSTRUCTIONS, PROFILE, TODO, MemoryKind
+from graph.memory.kinds import INSTRUCTIONS, PROFILE, TODO, MemoryKind, UnknownKindError, kind_named
 from graph.memory.store import InvalidUserIdError, check_user_id
 
 if TYPE_CHECKING:
@@ -216,6 +216,24 @@ def instructions(user: UserOption = None, as_json: JsonOption = False, data_dir:
 
 
 @app.command()
+def show(
+    kind: Annotated[str, typer.Argument(help="A memory kind's name: profile, todo, instructions, or one MAISTRO_MEMORY_KINDS adds.")],
+    user: UserOption = None,
+    as_json: JsonOption = False,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Show one memory kind of a user: a table of its documents, or its text."""
+    from graph.settings import current_settings
+
+    kinds = current_settings().memory_kinds
+    try:
+        chosen = kind_named(kinds, kind)
+    except UnknownKindError:
+        _fail(f"There is no memory kind {kind!r}; the kinds are {', '.join(known.name for known in kinds)}.")
+    _show(chosen, user, as_json, data_dir)
+
+
+@app.command()
 def export(
     user: UserOption = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (default: stdout).")] = None,
@@ -299,6 +317,7 @@ def history(user: UserOption = None, as_json: JsonOption = False, data_dir: Data
 
     from graph.app.tables import history_table
     from graph.memory.changes import list_history
+    from graph.settings import current_settings
 
     user_id = _user(user)
     with _store(data_dir) as store:
@@ -306,7 +325,7 @@ def history(user: UserOption = None, as_json: JsonOption = False, data_dir: Data
     if as_json:  # shaped like the "history" section of `maistro export`: store key (the change id) → entry
         typer.echo(json.dumps({entry["id"]: entry for entry in entries}, ensure_ascii=False, indent=2))
     else:
-        Console().print(history_table(entries, user_id))
+        Console().print(history_table(entries, user_id, current_settings().memory_kinds))
 
 
 @app.command()
@@ -320,6 +339,7 @@ def undo(
     """Revert a change to a user's memories (the last one by default); an undo can be undone too."""
     from graph.app.tables import undo_summary
     from graph.memory.changes import IrreversibleChangeError, UnknownChangeError, list_history, undo_change
+    from graph.settings import current_settings
 
     user_id = _user(user)
     with _store(data_dir, index=True) as store:
@@ -332,7 +352,7 @@ def undo(
             _fail(f"Nothing to undo for {user_id}: {error}.")
         except IrreversibleChangeError as error:
             _fail(f"Cannot undo for {user_id}: {error}.")
-    typer.echo(f"Undid change {entry['undoes'][:8]} of {user_id}: {undo_summary(entry)}.")
+    typer.echo(f"Undid change {entry['undoes'][:8]} of {user_id}: {undo_summary(entry, current_settings().memory_kinds)}.")
 
 
 @app.command()

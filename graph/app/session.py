@@ -13,7 +13,9 @@ from langgraph.graph.state import CompiledStateGraph
 from graph.backends.thread_locks import ThreadLocks
 from graph.configuration import Configuration
 from graph.memory.changes import MemoryChange, list_history
-from graph.memory.kinds import DEFAULT_MEMORY_KINDS, INSTRUCTIONS, PROFILE, TODO, kind_for_update
+from graph.memory.kinds import MemoryKind, UnknownKindError, kind_for_update, kind_named
+from graph.memory.rendering import capitalized
+from graph.settings import current_settings
 from graph.thread.tool_calls import last_human_message, pending_update_calls
 
 CHAT_NODE = "task_maistro"
@@ -61,42 +63,47 @@ class ThreadOwnerError(Exception):
     """The thread asked for belongs to another user."""
 
 
-def _todo_note(change: MemoryChange) -> str:
-    task = (change.after or change.before or {}).get("task") or change.key
+def _document_note(kind: MemoryKind, change: MemoryChange) -> str:
+    """A note on one document of a collection, named by its summary field: e.g. "ToDo done: Book swim lessons"."""
+    summary = (change.after or change.before or {}).get(kind.summary_field) or change.key
     if change.action == "created":
-        return f"ToDo added: {task}"
+        return f"{kind.label} added: {summary}"
     if change.action == "deleted":
-        return f"ToDo removed: {task}"
+        return f"{kind.label} removed: {summary}"
     if "status" in change.changed_fields() and (change.after or {}).get("status") == "done":
-        return f"ToDo done: {task}"
-    return f"ToDo updated: {task} ({', '.join(change.changed_fields())})"
+        return f"{kind.label} done: {summary}"
+    return f"{kind.label} updated: {summary} ({', '.join(change.changed_fields())})"
 
 
-def change_notes(artifact: Mapping[str, Any] | None) -> list[str]:
-    """Notes for the changes an update node reported in its ToolMessage artifact (none when nothing changed)."""
+def change_notes(artifact: Mapping[str, Any] | None, kinds: Sequence[MemoryKind] | None = None) -> list[str]:
+    """Notes for the changes an update node reported in its ToolMessage artifact (none when nothing changed), for
+    a memory of `kinds` (default: MAISTRO_MEMORY_KINDS, else the default kinds)."""
     if not artifact:
         return []
     secrets = artifact.get("secrets") or []
     withheld = [f"Not saved (secrets are never stored): {', '.join(secrets)}"] if secrets else []
-    return _change_notes(artifact) + withheld
+    return _change_notes(artifact, kinds or current_settings().memory_kinds) + withheld
 
 
-def _change_notes(artifact: Mapping[str, Any]) -> list[str]:
+def _change_notes(artifact: Mapping[str, Any], kinds: Sequence[MemoryKind]) -> list[str]:
     changes = [MemoryChange(**change) for change in artifact.get("changes") or []]
-    kind = artifact.get("kind")
-    if kind == TODO.name:
-        return [_todo_note(change) for change in changes]
-    if kind == PROFILE.name and changes:
-        fields = dict.fromkeys(
-            name
-            for change in changes
-            for name in change.changed_fields()
-            if (change.before or {}).get(name) or (change.after or {}).get(name)
-        )
-        return [f"Profile updated ({', '.join(fields)})"]
-    if kind == INSTRUCTIONS.name and changes:
-        return ["Instructions updated"]
-    return []
+    try:
+        kind = kind_named(kinds, artifact.get("kind"))
+    except UnknownKindError:
+        return []
+    if kind.collection:
+        return [_document_note(kind, change) for change in changes]
+    if not changes:
+        return []
+    if kind.text:
+        return [f"{capitalized(kind.title)} updated"]
+    fields = dict.fromkeys(
+        name
+        for change in changes
+        for name in change.changed_fields()
+        if (change.before or {}).get(name) or (change.after or {}).get(name)
+    )
+    return [f"{capitalized(kind.title)} updated ({', '.join(fields)})"]
 
 
 def _new_in_turn(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
@@ -116,10 +123,10 @@ def thread_owner(graph: CompiledStateGraph, thread_id: str) -> str | None:
     return Configuration(user_id=latest.metadata.get("user_id") or "").resolved_user_id
 
 
-def updating_text(calls: Sequence[Mapping[str, Any]]) -> str:
-    """What `UpdateMemory` calls are about to update, e.g. "Updating your profile and ToDo list…"."""
-    kinds = dict.fromkeys(kind_for_update(DEFAULT_MEMORY_KINDS, call["args"]["update_type"]).title for call in calls)
-    return f"Updating your {' and '.join(kinds)}…"
+def updating_text(calls: Sequence[Mapping[str, Any]], kinds: Sequence[MemoryKind]) -> str:
+    """What `UpdateMemory` calls are about to update among `kinds`, e.g. "Updating your profile and ToDo list…"."""
+    titles = dict.fromkeys(kind_for_update(kinds, call["args"]["update_type"]).title for call in calls)
+    return f"Updating your {' and '.join(titles)}…"
 
 
 class ChatSession:
@@ -137,12 +144,15 @@ class ChatSession:
         model: str | None = None,
         *,
         locks: ThreadLocks | None = None,
+        kinds: Sequence[MemoryKind] | None = None,
     ) -> None:
-        """Talk to `graph` as `user_id` on `thread_id` (a new thread when None), with an optional model name.
+        """Talk to `graph` as `user_id` on `thread_id` (a new thread when None), with an optional model name;
+        `kinds` are the graph's memory kinds (default: MAISTRO_MEMORY_KINDS, else the default kinds).
 
         Raises `ThreadOwnerError` when `thread_id` is another user's thread.
         """
         self.graph = graph
+        self.kinds = tuple(kinds or current_settings().memory_kinds)
         self.user_id = user_id
         self.model = model
         self.locks = locks
@@ -211,13 +221,13 @@ class ChatSession:
             for node, update in payload.items():
                 messages = update.get("messages", []) if isinstance(update, dict) else []
                 if node == CHAT_NODE:
-                    yield from _chat_events(_new_in_turn(messages), streamed)
+                    yield from _chat_events(_new_in_turn(messages), streamed, self.kinds)
                 else:
                     yield from (
                         Note(note)
                         for m in messages
                         if isinstance(m, ToolMessage)
-                        for note in change_notes(m.artifact)
+                        for note in change_notes(m.artifact, self.kinds)
                     )
 
     def stopped_turn(self) -> StoppedTurn:
@@ -234,7 +244,7 @@ class ChatSession:
         notes = [
             note
             for kind, group in groupby(entries, key=lambda entry: entry["kind"])
-            for note in change_notes({"kind": kind, "changes": [_change_fields(entry) for entry in group]})
+            for note in change_notes({"kind": kind, "changes": [_change_fields(entry) for entry in group]}, self.kinds)
         ]
         return StoppedTurn(message_saved, notes, reply_saved=message_saved and replied)
 
@@ -244,7 +254,7 @@ def _change_fields(entry: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _chat_events(
-    new_messages: Sequence[AnyMessage], streamed: Mapping[str, str]
+    new_messages: Sequence[AnyMessage], streamed: Mapping[str, str], kinds: Sequence[MemoryKind]
 ) -> Iterator[Token | Notice | Progress]:
     """Events for the chat node's new messages: replies not streamed, what a stored reply adds to its streamed
     text (the notice that the user's message was cut), and progress when memory updates follow."""
@@ -257,4 +267,4 @@ def _chat_events(
         elif shown and message.text != shown and message.text.endswith(shown):
             yield Notice(message.text.removesuffix(shown).strip())
     if calls := pending_update_calls(new_messages):
-        yield Progress(updating_text(calls))
+        yield Progress(updating_text(calls, kinds))

@@ -1,4 +1,5 @@
-"""Rich tables of a user's memories for the terminal: ToDo list, profile, instructions."""
+"""Rich tables of a user's memories for the terminal: the ToDo list's own table, and for any other memory kind a
+table of its documents' fields, or a panel of its text."""
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -10,7 +11,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from graph.memory.kinds import DEFAULT_MEMORY_KINDS, PROFILE, TODO, MemoryKind, UnknownKindError, kind_named
+from graph.memory.kinds import TODO, MemoryKind, UnknownKindError, kind_named
+from graph.memory.rendering import capitalized
 from graph.memory.store import read_kind, read_text
 
 STATUS_STYLES = {"done": "green", "in progress": "yellow", "archived": "dim"}
@@ -48,55 +50,83 @@ def todo_table(items: Sequence[Item], user_id: str) -> RenderableType:
     return table
 
 
-def profile_table(profile: Mapping[str, Any] | None, user_id: str) -> RenderableType:
-    """The profile's filled-in fields, one row each; lists joined with commas."""
-    filled = {name: value for name, value in (profile or {}).items() if value not in (None, "", [])}
+def _shown(value: Any) -> str:
+    return ", ".join(map(str, value)) if isinstance(value, list) else "" if value is None else str(value)
+
+
+def _heading(field: str) -> str:
+    return field.replace("_", " ").capitalize()
+
+
+def document_table(kind: MemoryKind, document: Mapping[str, Any] | None, user_id: str) -> RenderableType:
+    """A single document's filled-in fields (the profile's), one row each; lists joined with commas."""
+    filled = {name: value for name, value in (document or {}).items() if value not in (None, "", [])}
     if not filled:
-        return Text(f"No profile yet for {user_id}.")
-    table = Table(title=f"Profile of {user_id}", show_header=False)
+        return Text(f"No {kind.title} yet for {user_id}.")
+    table = Table(title=f"{capitalized(kind.title)} of {user_id}", show_header=False)
     table.add_column(style="bold")
     table.add_column()
     for name, value in filled.items():
-        shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
-        table.add_row(name.replace("_", " ").capitalize(), Text(shown))
+        table.add_row(_heading(name), Text(_shown(value)))
     return table
 
 
-def instructions_panel(text: str, user_id: str) -> RenderableType:
-    """The user's instructions for writing ToDos, in a titled panel."""
+def collection_table(kind: MemoryKind, items: Sequence[Item], user_id: str) -> RenderableType:
+    """A collection's documents (contacts, say), one row each, one column per field of the kind's schema."""
+    if not items:
+        return Text(f"No {kind.title} yet for {user_id}.")
+    table = Table(title=f"{capitalized(kind.title)} of {user_id}", show_lines=True)
+    fields = list(kind.schema.model_fields)
+    for name in fields:
+        table.add_column(_heading(name))
+    for item in items:
+        table.add_row(*(Text(_shown(item.value.get(name))) for name in fields))
+    return table
+
+
+def text_panel(kind: MemoryKind, text: str, user_id: str) -> RenderableType:
+    """A free-text memory (the instructions for writing ToDos) in a titled panel."""
     if not text:
-        return Text(f"No instructions yet for {user_id}.")
-    return Panel(Text(text), title=f"Instructions of {user_id}", title_align="left")
+        return Text(f"No {kind.title} yet for {user_id}.")
+    return Panel(Text(text), title=f"{capitalized(kind.title)} of {user_id}", title_align="left")
 
 
 def memory_view(store: BaseStore, kind: MemoryKind, user_id: str) -> RenderableType:
     """The table (or panel) of one memory kind of the user."""
     if kind.name == TODO.name:
         return todo_table(read_kind(store, kind, user_id), user_id)
-    if kind.name == PROFILE.name:
-        profile = read_kind(store, kind, user_id)
-        return profile_table(profile[0].value if profile else None, user_id)
-    return instructions_panel(read_text(store, kind, user_id), user_id)
+    if kind.text:
+        return text_panel(kind, read_text(store, kind, user_id), user_id)
+    if kind.collection:
+        return collection_table(kind, read_kind(store, kind, user_id), user_id)
+    documents = read_kind(store, kind, user_id)
+    return document_table(kind, documents[0].value if documents else None, user_id)
 
 
-def _summary(document: Mapping[str, Any] | None) -> str:
+def _summary(document: Mapping[str, Any] | None, kind: MemoryKind | None) -> str:
     if not document:
         return "—"
-    return str(document.get("task") or document.get("name") or document.get("memory") or document)[:60]
+    shown = document.get(kind.summary_field) if kind else None
+    return str(shown or document.get("memory") or document)[:60]
 
 
-def undo_summary(entry: Mapping[str, Any]) -> str:
-    """What an undo did, naming the ToDo by its task: e.g. 'ToDo "Fix the Yale lock" changed back'."""
+def _kind_of(entry: Mapping[str, Any], kinds: Sequence[MemoryKind]) -> MemoryKind | None:
     try:
-        name = kind_named(DEFAULT_MEMORY_KINDS, entry["kind"]).label
+        return kind_named(kinds, entry["kind"])
     except UnknownKindError:
-        name = entry["kind"]
-    if entry["kind"] == TODO.name:
-        name = f'{name} "{_summary(entry["after"] or entry["before"])}"'
+        return None
+
+
+def undo_summary(entry: Mapping[str, Any], kinds: Sequence[MemoryKind]) -> str:
+    """What an undo did, naming a collection's document by its summary: e.g. 'ToDo "Fix the Yale lock" changed back'."""
+    kind = _kind_of(entry, kinds)
+    name = kind.label if kind else entry["kind"]
+    if kind and kind.collection:
+        name = f'{name} "{_summary(entry["after"] or entry["before"], kind)}"'
     return f"{name} {UNDONE[entry['action']]}"
 
 
-def history_table(entries: Sequence[Mapping[str, Any]], user_id: str) -> RenderableType:
+def history_table(entries: Sequence[Mapping[str, Any]], user_id: str, kinds: Sequence[MemoryKind]) -> RenderableType:
     """The change history, oldest first: time, change id, kind, action, what changed and the message behind it."""
     if not entries:
         return Text(f"No changes recorded for {user_id}.")
@@ -110,7 +140,7 @@ def history_table(entries: Sequence[Mapping[str, Any]], user_id: str) -> Rendera
             entry["id"][:8],
             entry["kind"],
             action,
-            _summary(entry["after"] or entry["before"]),
+            _summary(entry["after"] or entry["before"], _kind_of(entry, kinds)),
             entry.get("message", "")[:60],
         )
     return table

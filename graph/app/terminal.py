@@ -20,12 +20,13 @@ from rich.text import Text
 from graph.app.session import ChatSession, Note, Notice, Progress, StoppedTurn, Token
 from graph.app.tables import memory_view
 from graph.backends.model import ModelUnavailableError
-from graph.memory.kinds import INSTRUCTIONS, PROFILE, TODO
+from graph.memory.kinds import INSTRUCTIONS, PROFILE, TODO, UnknownKindError, kind_named
 
 COMMANDS = {
     "/todos": "show your ToDo list",
     "/profile": "show your profile",
     "/instructions": "show your instructions for writing ToDos",
+    "/show KIND": "show one of your memories by its kind's name (any kind MAISTRO_MEMORY_KINDS adds too)",
     "/new": "start a fresh thread (memories stay, messages don't)",
     "/help": "show this list",
     "/quit": "leave (Ctrl-D and Ctrl-C leave too; the thread is saved)",
@@ -170,8 +171,17 @@ def _run_command(command: str, session: ChatSession, console: Console) -> bool:
     """Carry out a slash command; False when the user asked to quit."""
     if command == "/quit":
         return False
+    name, _, argument = command.partition(" ")
     if command in MEMORY_COMMANDS:
         console.print(memory_view(session.graph.store, MEMORY_COMMANDS[command], session.user_id))
+    elif name == "/show":
+        try:
+            kind = kind_named(session.kinds, argument.strip())
+        except UnknownKindError:
+            names = ", ".join(kind.name for kind in session.kinds)
+            console.print(f"There is no memory kind {argument.strip()!r}; the kinds are {names}.", markup=False)
+        else:
+            console.print(memory_view(session.graph.store, kind, session.user_id))
     elif command == "/new":
         console.print(f"New thread {session.new_thread()}.")
     elif command == "/help":

@@ -12,9 +12,10 @@ from pydantic import ValidationError
 
 from graph.memory.change_log import change_log
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, document_problem, validation_problem
-from graph.memory.kinds import DEFAULT_MEMORY_KINDS, MemoryKind, UnknownKindError, kind_named
+from graph.memory.kinds import MemoryKind, UnknownKindError, kind_named
 from graph.memory.redaction import redact, redact_text
 from graph.memory.store import HISTORY, PAGE_SIZE, UNSTORABLE_CHARACTERS, namespace, search_all, user_label
+from graph.settings import current_settings
 from schemas import HistoryEntry
 
 EXPORT_FORMAT = "task-maistro memories v1"
@@ -34,12 +35,11 @@ def sections(kinds: Sequence[MemoryKind]) -> tuple[str, ...]:
     return (*(kind.name for kind in kinds), HISTORY)
 
 
-def export_memories(
-    store: BaseStore, user_id: str, kinds: Sequence[MemoryKind] = DEFAULT_MEMORY_KINDS
-) -> dict[str, Any]:
-    """All of the user's memories of `kinds` and their change history: for each section, store key → value, keys sorted."""
+def export_memories(store: BaseStore, user_id: str, kinds: Sequence[MemoryKind] | None = None) -> dict[str, Any]:
+    """All of the user's memories of `kinds` (default: MAISTRO_MEMORY_KINDS, else the default kinds) and their
+    change history: for each section, store key → value, keys sorted."""
     exported: dict[str, Any] = {"format": EXPORT_FORMAT}
-    for section in sections(kinds):
+    for section in sections(kinds or current_settings().memory_kinds):
         ns = namespace(section, user_id)
         items = [item for item in search_all(store, ns) if item.namespace == ns]
         exported[section] = {item.key: item.value for item in sorted(items, key=lambda item: item.key)}
@@ -124,11 +124,12 @@ def _checked_export(data: Any, kinds: Sequence[MemoryKind]) -> dict[str, dict[st
 
 
 def import_memories(
-    store: BaseStore, user_id: str, data: Any, kinds: Sequence[MemoryKind] = DEFAULT_MEMORY_KINDS
+    store: BaseStore, user_id: str, data: Any, kinds: Sequence[MemoryKind] | None = None
 ) -> dict[str, int]:
     """Write an export's memories and history to the user (same keys; other items stay); returns counts by section.
 
-    The export may hold a section for each of `kinds` (a section of another kind is refused). Every item is
+    The export may hold a section for each of `kinds` (default: MAISTRO_MEMORY_KINDS, else the default kinds;
+    a section of another kind is refused). Every item is
     checked first: memories against their stored schemas (`MemoryKind.stored_schema`), history
     entries against `HistoryEntry` and their documents against their memory's schema, not dated in the future;
     keys are non-empty, at most `MAX_KEY_LENGTH` characters, without control characters. The first problem
@@ -139,6 +140,7 @@ def import_memories(
     stored as they are in the export are left alone. Each write is one transaction in this project's stores,
     whatever its size; an import cut short can be run again.
     """
+    kinds = kinds or current_settings().memory_kinds
     checked = _checked_export(data, kinds)
     if checked[HISTORY]:
         store.batch([PutOp(namespace(HISTORY, user_id), key, entry, index=False) for key, entry in checked[HISTORY].items()])

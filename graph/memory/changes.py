@@ -27,7 +27,7 @@ from langgraph.store.base import BaseStore, GetOp, PutOp
 from pydantic import ValidationError
 
 from graph.memory.conditions import ConflictError, Unchanged, checks_conditions
-from graph.memory.kinds import DEFAULT_MEMORY_KINDS, TODO, MemoryKind, UnknownKindError, kind_named
+from graph.memory.kinds import TODO, MemoryKind, UnknownKindError, kind_named
 from graph.memory.redaction import redact
 from graph.memory.store import HISTORY, namespace, search_all
 from graph.settings import current_settings
@@ -278,16 +278,17 @@ def undo_change(
     store: BaseStore,
     user_id: str,
     change_id: str | None = None,
-    kinds: Sequence[MemoryKind] = DEFAULT_MEMORY_KINDS,
+    kinds: Sequence[MemoryKind] | None = None,
 ) -> dict[str, Any]:
     """Revert a change (the latest when no id is given) and return the history entry recording the undo.
 
     Raises `UnknownChangeError` when there is no such change, and `IrreversibleChangeError`, writing nothing,
     when the document the change started from does not fit its memory's schema, or its memory is not one of
-    `kinds`. The undo commits only if the
+    `kinds` (default: MAISTRO_MEMORY_KINDS, else the default kinds). The undo commits only if the
     document is still what it read (`record_changes`); if another writer changed it in between, the undo
     reads it again and tries once more, then raises `UndoConflictError`, writing nothing.
     """
+    kinds = kinds or current_settings().memory_kinds
     try:
         return _undo_once(store, user_id, change_id, kinds)
     except ConflictError:

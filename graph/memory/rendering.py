@@ -9,6 +9,11 @@ from langgraph.store.base import Item
 from graph.memory.kinds import MemoryKind
 
 
+def capitalized(text: str) -> str:
+    """The text with its first letter upper-cased ("profile" → "Profile", "ToDo list" unchanged)."""
+    return text[:1].upper() + text[1:]
+
+
 def render_document(document: Mapping[str, Any] | None) -> str:
     """A document (a profile, a contact) as one line of JSON without empty fields ("" when there is none)."""
     if not document:

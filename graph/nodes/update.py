@@ -118,11 +118,6 @@ Propose = Callable[[UpdateRequest], list[MemoryChange] | None]
 Report = Callable[[UpdateRequest, list[MemoryChange] | None, list[MemoryChange]], str]
 
 
-def capitalized(text: str) -> str:
-    """The text with its first letter upper-cased ("profile" → "Profile", "ToDo list" unchanged)."""
-    return text[:1].upper() + text[1:]
-
-
 def change_context(request: UpdateRequest) -> ChangeContext:
     """The thread, the user's message and a replay-stable seed for the history of this update.
 

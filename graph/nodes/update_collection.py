@@ -2,9 +2,10 @@
 
 from graph.memory.changes import MemoryChange
 from graph.memory.context import with_turn_changes
+from graph.memory.rendering import capitalized
 from graph.memory.store import namespace, search_all
 from graph.nodes.extraction import extract_changes
-from graph.nodes.update import UpdateRequest, capitalized
+from graph.nodes.update import UpdateRequest
 from prompts import COLLECTION_UNCHANGED, COLLECTION_UPDATED, EXTRACTION_FAILED, LANGUAGE_RULE
 
 

@@ -2,9 +2,10 @@
 trustcall."""
 
 from graph.memory.changes import MemoryChange
+from graph.memory.rendering import capitalized
 from graph.memory.store import namespace, search_all
 from graph.nodes.extraction import extract_changes
-from graph.nodes.update import UpdateRequest, capitalized
+from graph.nodes.update import UpdateRequest
 from prompts import DOCUMENT_UNCHANGED, DOCUMENT_UPDATED, EXTRACTION_FAILED, LANGUAGE_RULE
 
 

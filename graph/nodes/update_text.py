@@ -4,8 +4,9 @@ from langchain_core.messages import HumanMessage
 
 from graph.backends.model import model_errors, quiet
 from graph.memory.changes import MemoryChange
+from graph.memory.rendering import capitalized
 from graph.memory.store import namespace
-from graph.nodes.update import UpdateRequest, capitalized
+from graph.nodes.update import UpdateRequest
 from prompts import TEXT_REQUEST, TEXT_UNCHANGED, TEXT_UPDATED
 
 

@@ -9,6 +9,7 @@ does not fit its schema (written before writes were checked, or by hand) is show
 """
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,14 +49,32 @@ class PageError(Exception):
     headers: dict[str, str] = field(default_factory=dict)
 
 
-def todo_entry(item: Item) -> dict[str, Any]:
-    """A ToDo as the page gets it: store key, document, timestamps, and why it does not fit its schema (or None)."""
+# The kinds the page has panels of its own for; any other kind is shown from its JSON schema.
+OWN_PANELS = (TODO.name, PROFILE.name, INSTRUCTIONS.name)
+
+
+def document_entry(kind: MemoryKind, item: Item) -> dict[str, Any]:
+    """A document as the page gets it: store key, document, timestamps, and why it does not fit its schema (or None)."""
     return {
         "key": item.key,
         "value": item.value,
         "created_at": item.created_at.isoformat(),
         "updated_at": item.updated_at.isoformat(),
-        "problem": document_problem(TODO, item.key, item.value),
+        "problem": document_problem(kind, item.key, item.value),
+    }
+
+
+def kind_entry(kind: MemoryKind) -> dict[str, Any]:
+    """What the page knows of a memory kind: its names, its shape and its documents' JSON schema."""
+    return {
+        "name": kind.name,
+        "label": kind.label,
+        "title": kind.title,
+        "description": kind.description,
+        "collection": kind.collection,
+        "text": kind.text,
+        "summary_field": kind.summary_field,
+        "schema": kind.schema.model_json_schema(),
     }
 
 
@@ -77,9 +96,12 @@ def open_first(items: list[Item]) -> list[Item]:
     return sorted(items, key=lambda item: (item.value.get("status") in CLOSED_STATUSES, _deadline(item)))
 
 
-def read_memories(store: BaseStore, user_id: str, history_shown: int = HISTORY_SHOWN) -> dict[str, Any]:
+def read_memories(
+    store: BaseStore, user_id: str, kinds: Sequence[MemoryKind], history_shown: int = HISTORY_SHOWN
+) -> dict[str, Any]:
     """Everything the page shows for one user: profile, ToDos (open first), instructions and history (newest first),
-    with why a stored profile or instructions does not fit its schema (None when it does)."""
+    with why a stored profile or instructions does not fit its schema (None when it does); the memory `kinds`, and
+    the documents of every kind the page has no panel of its own for, by kind name."""
     profile = _document(store, PROFILE, user_id)
     instructions = _document(store, INSTRUCTIONS, user_id)
     history = list_history(store, user_id)
@@ -87,11 +109,17 @@ def read_memories(store: BaseStore, user_id: str, history_shown: int = HISTORY_S
         "user_id": user_id,
         "profile": profile.value if profile else None,
         "profile_problem": _problem(PROFILE, profile),
-        "todos": [todo_entry(item) for item in open_first(read_kind(store, TODO, user_id))],
+        "todos": [document_entry(TODO, item) for item in open_first(read_kind(store, TODO, user_id))],
         "instructions": instructions.value if instructions else None,
         "instructions_problem": _problem(INSTRUCTIONS, instructions),
         "history": history[::-1][:history_shown],
         "history_total": len(history),
+        "kinds": [kind_entry(kind) for kind in kinds],
+        "documents": {
+            kind.name: [document_entry(kind, item) for item in read_kind(store, kind, user_id)]
+            for kind in kinds
+            if kind.name not in OWN_PANELS
+        },
     }
 
 
@@ -108,9 +136,9 @@ def search_todos(store: BaseStore, user_id: str, query: str, limit: int) -> dict
     """
     ranked = store.search(namespace(TODO, user_id), query=query, limit=limit)
     if any(item.score is not None for item in ranked):
-        return {"semantic": True, "todos": [todo_entry(item) for item in ranked]}
+        return {"semantic": True, "todos": [document_entry(TODO, item) for item in ranked]}
     found = [item for item in open_first(read_kind(store, TODO, user_id)) if _mentions(item.value, query)]
-    return {"semantic": False, "todos": [todo_entry(item) for item in found[:limit]]}
+    return {"semantic": False, "todos": [document_entry(TODO, item) for item in found[:limit]]}
 
 
 def _changed_since_shown(kind: MemoryKind) -> PageError:

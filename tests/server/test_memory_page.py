@@ -458,3 +458,47 @@ def test_a_stored_document_that_does_not_fit_its_schema_is_shown_as_such_and_can
         page.get_by_role("button", name="Sign out").click()
         sign_in(page, url, TOKENS[ALICE])  # the page keeps working: it never drops back to sign-in for good
         expect(page.locator("#todo-list h3")).to_have_text([SWIM["task"]])
+
+
+ADA = {"name": "Ada", "phone": "555-0100", "relation": "sister"}
+
+
+@pytest.fixture(scope="module")
+def kinds_server(stub: OpenAIStub, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An open server whose graph keeps a contact list and health notes besides the tutorial's memories."""
+    scratch = tmp_path_factory.mktemp("memory-page-kinds")
+    environment = offline_environment(
+        OPENAI_BASE_URL=stub.base_url,
+        OPENAI_API_KEY="test",
+        MAISTRO_DATA_DIR=str(scratch / "data"),
+        MAISTRO_MEMORY_KINDS="tests.support.custom_kinds:KINDS",
+    )
+    with langgraph_dev(scratch, environment) as url:
+        yield url
+
+
+def test_kinds_the_setting_adds_are_saved_by_the_servers_graph_shown_from_their_schema_and_undone(
+    kinds_server, script, open_tab
+):
+    client = get_sync_client(url=kinds_server)
+    script.add("chat", update("contact", "health"), text_reply("Saved Ada and your allergy."))
+    script.add("Contact", tool_calls_reply(("Contact", ADA)))
+    script.add("Health", tool_calls_reply(("Health", {"allergies": ["peanuts"]})))
+    play(client, new_thread(client), "My sister Ada's number is 555-0100. I'm allergic to peanuts.")
+    assert [item["value"] for item in client.store.search_items(("contact", "default-user"))["items"]] == [ADA]
+    page = open_tab()
+    page.goto(f"{kinds_server}/memories")
+    page.get_by_role("button", name="Show memories").click()
+
+    contacts = page.locator("#kind-contact")
+    expect(contacts.get_by_role("heading")).to_have_text("Contact list (1)")
+    expect(contacts.locator("dt")).to_have_text(["Name", "Phone", "Relation"])
+    expect(contacts.locator("dd")).to_have_text(["Ada", "555-0100", "sister"])
+    expect(page.locator("#kind-health dd")).to_have_text(["peanuts", "none"])
+    expect(page.get_by_text("Contact “Ada” added")).to_be_visible()
+    screenshot(page, "custom-kinds.png")
+    page.get_by_role("button", name="Undo: Contact “Ada” added").click()
+
+    expect(contacts.get_by_text("No contact list yet.")).to_be_visible()
+    assert client.store.search_items(("contact", "default-user"))["items"] == []
+    assert stored(client, "health", "default-user", "user_health") == {"allergies": ["peanuts"], "conditions": []}

@@ -19,7 +19,7 @@ def kind_of(request: dict) -> str:
         return "todo"
     if system_text(request).startswith("Reflect on the following interaction"):
         return "instructions"
-    return "chat"
+    return names[0] if names else "chat"  # another memory kind's extraction is known by its schema's tool
 
 
 class Script:
@@ -33,7 +33,7 @@ class Script:
         self.seen: list[str] = []
 
     def add(self, kind: str, *replies: Reply) -> None:
-        """Queue replies for one kind of request (chat, profile, todo, instructions)."""
+        """Queue replies for one kind of request (chat, profile, todo, instructions, or another kind's schema name)."""
         self.replies[kind].extend(replies)
 
     def remaining(self) -> dict[str, int]:

@@ -7,7 +7,6 @@ const POLL_MS = 4000;
 const HISTORY_STEP = 50;
 const OPEN = ["not started", "in progress"];
 const STATUSES = ["not started", "in progress", "done", "archived"];
-const KINDS = { todo: "ToDo", profile: "Profile", instructions: "Instructions" };
 const ACTIONS = { created: "added", updated: "changed", deleted: "deleted" };
 const UNDONE = { created: "restored (undo)", updated: "changed back (undo)", deleted: "removed again (undo)" };
 const FIELD_NAMES = {
@@ -56,6 +55,10 @@ function el(tag, props = {}, ...children) {
 
 function quoted(text) {
   return `“${text}”`;
+}
+
+function capitalized(text) {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 function shorten(text, length = 80) {
@@ -226,6 +229,7 @@ function render() {
     if (state.editing === null) renderTodos();
     if (!state.profileDirty) fillProfile();
     if (!state.instructionsDirty) fillInstructions();
+    renderOtherKinds();
     renderHistory();
   });
 }
@@ -439,6 +443,42 @@ async function saveInstructions(event) {
   }
 }
 
+// --- any other memory kind (MAISTRO_MEMORY_KINDS): shown from its JSON schema ------------------------------
+
+function kindNamed(name) {
+  return state.view.kinds.find((kind) => kind.name === name);
+}
+
+function documentFields(kind, value) {
+  return el("dl", { class: "document" }, Object.entries(kind.schema.properties || {}).flatMap(([name, property]) => [
+    el("dt", { text: property.title || name }),
+    el("dd", { text: showValue(name, value[name]) }),
+  ]));
+}
+
+function documentCard(kind, entry) {
+  const problem = entry.problem ? `This ${kind.label} does not fit its schema (${entry.problem}).` : null;
+  return el("li", { class: "card" },
+    kind.text ? el("p", { text: entry.value.memory || "" }) : documentFields(kind, entry.value),
+    problem ? el("p", { class: "stored-problem", text: problem }) : null,
+  );
+}
+
+function kindPanel(kind) {
+  const entries = state.view.documents[kind.name];
+  return el("section", { id: `kind-${kind.name}`, class: "panel", "aria-labelledby": `kind-${kind.name}-title` },
+    el("h2", { id: `kind-${kind.name}-title`, text: capitalized(kind.title) },
+      kind.collection ? el("span", { class: "count", text: ` (${entries.length})` }) : null),
+    el("p", { class: "hint", text: capitalized(kind.description) }),
+    entries.length ? el("ul", { class: "cards" }, entries.map((entry) => documentCard(kind, entry)))
+      : el("p", { class: "empty", text: `No ${kind.title} yet.` }),
+  );
+}
+
+function renderOtherKinds() {
+  $("other-kinds").replaceChildren(...state.view.kinds.filter((kind) => kind.name in state.view.documents).map(kindPanel));
+}
+
 // --- history -------------------------------------------------------------------------------------------------
 
 function showValue(name, value) {
@@ -450,9 +490,11 @@ function showValue(name, value) {
 }
 
 function subject(entry) {
-  if (entry.kind !== "todo") return KINDS[entry.kind] || entry.kind;
-  const todo = entry.after || entry.before || {};
-  return `ToDo ${quoted(shorten(todo.task || entry.key, 60))}`;
+  const kind = kindNamed(entry.kind);
+  if (!kind) return entry.kind;
+  if (!kind.collection) return capitalized(kind.title);
+  const stored = entry.after || entry.before || {};
+  return `${capitalized(kind.label)} ${quoted(shorten(stored[kind.summary_field] || entry.key, 60))}`;
 }
 
 function fieldChanges(entry) {
