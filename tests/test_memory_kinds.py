@@ -33,6 +33,7 @@ def test_the_default_kinds_keep_the_tutorials_stored_names_keys_shapes_and_updat
         (INSTRUCTIONS, INSTRUCTIONS_KEY, Instructions, False, "instructions"),
     ]
     assert [kind.text for kind in DEFAULT_MEMORY_KINDS] == [False, False, True]
+    assert [kind.indexed_fields for kind in DEFAULT_MEMORY_KINDS] == [(), ("task",), ()]
 
 
 def test_a_kind_declared_with_four_fields_gets_its_defaults():
@@ -41,6 +42,7 @@ def test_a_kind_declared_with_four_fields_gets_its_defaults():
     )
     journal = MemoryKind(name="journal", schema=Contact, collection=False, description="The user's journal")
     assert (journal.key, journal.title) == ("user_journal", "journal")
+    assert (CONTACT.summary_field, CONTACT.indexed_fields, journal.indexed_fields) == ("name", ("name",), ())
 
 
 @pytest.mark.parametrize(

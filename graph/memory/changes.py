@@ -182,7 +182,8 @@ def record_changes(
         *(Unchanged(ns, change.key, change.before) for change in changes),
         *(Unchanged(record.namespace, record.key, None) for record in records),
     ]
-    puts = [*(PutOp(ns, c.key, c.after, ttl=ttl_for(kind, c.after)) for c in changes), *records]
+    index = list(kind.indexed_fields) or False
+    puts = [*(PutOp(ns, c.key, c.after, index=index, ttl=ttl_for(kind, c.after)) for c in changes), *records]
     write_unless_changed(store, conditions, puts)
     return [record.value for record in records]
 

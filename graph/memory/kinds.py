@@ -29,14 +29,16 @@ class MemoryKind:
     """One long-term memory: its name and stored shape, one document or many, and what the routing model reads.
 
     `description` says what belongs in it (the chat model reads it when deciding to update); `label` names one
-    of its documents in sentences for the user (default: the name; `title` names the whole memory); `key` is where a single document is kept (default
-    "user_<name>"); `text` makes it free text, rewritten with one model call instead of trustcall.
+    of its documents in sentences for the user (default: the name; `title` names the whole memory); `key` is
+    where a single document is kept (default "user_<name>"); `text` makes it free text, rewritten with one
+    model call instead of trustcall.
 
     `instruction` is the extraction prompt (default: trustcall's generic one, or a rewrite of the text for a
     text kind; `{language_rule}`, `{now}` and, for text, `{current}` are filled in); `inserts`, `patches` and
     `deletes` say what trustcall may do (default: a collection may insert and delete, and every kind may be
     patched); `node` names the update node (default "update_<name>"); `summary_field` names a document in
-    reports and tables (default: the schema's first field).
+    reports and tables (default: the schema's first field); `indexed_fields` are what the store's semantic
+    index embeds, when it has one (default: a collection's summary field; nothing of a single document).
     """
 
     name: str
@@ -53,6 +55,7 @@ class MemoryKind:
     deletes: bool | None = None
     node: str = ""
     summary_field: str = ""
+    indexed_fields: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.isidentifier() or self.name in RESERVED_NAMES:
@@ -73,6 +76,8 @@ class MemoryKind:
         object.__setattr__(self, "deletes", self.collection if self.deletes is None else self.deletes)
         object.__setattr__(self, "node", self.node or f"update_{self.name}")
         object.__setattr__(self, "summary_field", self.summary_field or next(iter(self.schema.model_fields), ""))
+        if self.indexed_fields is None:
+            object.__setattr__(self, "indexed_fields", (self.summary_field,) if self.collection else ())
 
     @cached_property
     def stored_schema(self) -> type[BaseModel]:
