@@ -1,6 +1,7 @@
 """A memory kind added as data (`build_graph(memory_kinds=[...])`, MAISTRO_MEMORY_KINDS) gets its routing choice,
 its update node with trustcall, its section of the chat prompt, and its history, undo, export and import."""
 
+import dataclasses
 import json
 
 import pytest
@@ -92,6 +93,18 @@ def test_a_new_kind_is_exported_and_imported(kinds_agent, model):
 
     assert list(exported["contact"].values()) == [ADA]
     assert contacts(kinds_agent, "Grace") == {"Ada": ADA}
+
+
+def test_a_kind_renders_its_own_prompt_section(model, tmp_path):
+    birthdays = dataclasses.replace(CONTACT, render=lambda people: "; ".join(f"{p['name']} ({p['phone']})" for p in people))
+    agent = build_graph(tmp_path / "data", chat_model=lambda _: model, memory_kinds=[*DEFAULT_MEMORY_KINDS, birthdays])
+    model.add("task_maistro", route("contact"), say("Saved."), say("Ada is your sister."))
+    model.add("update_contact", calls(document("Contact", **ADA)))
+    turn(agent, "My sister Ada's number is 555-0100.")
+    turn(agent, "Who is Ada?")
+    close_graph(agent)
+
+    assert "<contact>\nAda (555-0100)\n</contact>" in model.calls_in("task_maistro")[-1].messages[0].content
 
 
 def test_an_update_type_of_no_kind_is_answered_with_the_choices(kinds_agent, model):

@@ -7,9 +7,10 @@ namespace and the one name the code uses for it; `update_type` is the value of `
 that routes a turn to it (the name unless given: the tutorial routes its profile as "user").
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -38,7 +39,9 @@ class MemoryKind:
     `deletes` say what trustcall may do (default: a collection may insert and delete, and every kind may be
     patched); `node` names the update node (default "update_<name>"); `summary_field` names a document in
     reports and tables (default: the schema's first field); `indexed_fields` are what the store's semantic
-    index embeds, when it has one (default: a collection's summary field; nothing of a single document).
+    index embeds, when it has one (default: a collection's summary field; nothing of a single document);
+    `render` turns the kind's documents into its section of the chat prompt (default: one line of JSON per
+    document, or the text).
     """
 
     name: str
@@ -56,6 +59,7 @@ class MemoryKind:
     node: str = ""
     summary_field: str = ""
     indexed_fields: tuple[str, ...] | None = None
+    render: Callable[[Sequence[Mapping[str, Any]]], str] | None = None
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.isidentifier() or self.name in RESERVED_NAMES:

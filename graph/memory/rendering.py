@@ -23,7 +23,10 @@ def render_document(document: Mapping[str, Any] | None) -> str:
 
 
 def render_documents(kind: MemoryKind, documents: Sequence[Mapping[str, Any]]) -> str:
-    """A kind's documents for the prompt: a text kind's text, a single document's line, or one line per document."""
+    """A kind's documents for the prompt: as the kind renders them, else a text kind's text, a single document's
+    line, or one line per document."""
+    if kind.render is not None:
+        return kind.render(documents)
     if kind.text:
         return documents[0].get("memory", "") if documents else ""
     if not kind.collection:
