@@ -113,10 +113,7 @@ def same_origin(origin: str, host: str, scheme: str) -> bool:
 
 def is_loopback_host(host: str) -> bool:
     """Whether a `Host` header names this machine by a loopback name or address."""
-    try:
-        name = urlsplit(f"http://{host}").hostname or ""
-    except ValueError:
-        return False
+    name = host_name(host)
     if name == "localhost" or name.endswith(".localhost"):
         return True
     try:
@@ -258,17 +255,18 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replayed
 
 
+def _opens_cors(name: bytes, value: bytes) -> bool:
+    """Whether a response header grants every site (a private-network grant, or `allow-origin: *`)."""
+    name = name.lower()
+    return name in OPEN_CORS_HEADERS or (name == b"access-control-allow-origin" and value == b"*")
+
+
 def _closed(send: Send) -> Send:
     """A `send` that drops CORS grants an upstream layer adds for every site."""
 
     async def guarded(message: Message) -> None:
         if message["type"] == "http.response.start":
-            headers = [(name, value) for name, value in message.get("headers", []) if name.lower() not in OPEN_CORS_HEADERS]
-            headers = [
-                (name, value)
-                for name, value in headers
-                if not (name.lower() == b"access-control-allow-origin" and value == b"*")
-            ]
+            headers = [(name, value) for name, value in message.get("headers", []) if not _opens_cors(name, value)]
             message = {**message, "headers": headers}
         await send(message)
 
