@@ -13,7 +13,7 @@ from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from graph.settings import current_settings
+from graph.settings import REPLY_TIMINGS, current_settings
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -73,6 +73,14 @@ class Configuration:
     timezone: str = field(
         default_factory=lambda: current_settings().timezone,
         metadata={"description": "IANA time zone for dates in prompts (MAISTRO_TIMEZONE); empty means the system's."},
+    )
+    reply_timing: str = field(
+        default_factory=lambda: current_settings().reply_timing,
+        metadata={
+            "description": "When a turn that saves memories replies: 'first' (beside the updates, one model call "
+            "before the reply) or 'after_updates' (the tutorial's: once they are saved) (MAISTRO_REPLY_TIMING).",
+            "choices": REPLY_TIMINGS,
+        },
     )
     default_user_id: str = field(
         default_factory=lambda: current_settings().default_user,
@@ -194,7 +202,7 @@ class RunSettings:
 
 def _checked(setting: Field, value: Any) -> Any:
     """A client-sent value made safe: numbers clamped to the setting's bounds (None if not a number), strings
-    as strings, and a time zone that exists."""
+    as strings, one of the setting's choices, and a time zone that exists."""
     bounds = setting.metadata.get("bounds")
     if bounds:
         try:
@@ -203,6 +211,9 @@ def _checked(setting: Field, value: Any) -> Any:
             return None
         return min(max(number, bounds[0]), bounds[1])
     text = str(value)
+    choices = setting.metadata.get("choices")
+    if choices and text not in choices:
+        raise ValueError(f"{setting.name} {text!r} is not one of {', '.join(map(repr, choices))}.")
     if setting.name == "timezone":
         try:
             ZoneInfo(text)

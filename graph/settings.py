@@ -9,7 +9,7 @@ import functools
 import importlib
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -20,6 +20,9 @@ from graph.memory.kinds import DEFAULT_MEMORY_KINDS, MemoryKind, check_kinds
 PREFIXES = ("MAISTRO_", "OPENAI_")
 DEFAULT_MODEL = "gpt-4.1"
 DEFAULT_USER_ID = "default-user"
+# When the reply comes on a turn that saves memories: "first" (beside the UpdateMemory calls, while the updates
+# run) or "after_updates" (the tutorial's: a second chat call once they are done).
+REPLY_TIMINGS = ("first", "after_updates")
 
 
 class SettingsError(ValueError):
@@ -143,6 +146,7 @@ class Settings(BaseModel):
     allowed_hosts: Annotated[tuple[str, ...], BeforeValidator(_host_names)] = Field((), alias="MAISTRO_ALLOWED_HOSTS")
     max_failed_logins: int = Field(20, ge=1, alias="MAISTRO_MAX_FAILED_LOGINS")
     max_model_calls: int = Field(40, ge=1, le=1000, alias="MAISTRO_MAX_MODEL_CALLS")
+    reply_timing: Literal[REPLY_TIMINGS] = Field("first", alias="MAISTRO_REPLY_TIMING")  # type: ignore[valid-type]
     memory_kinds_spec: Annotated[str, AfterValidator(_memory_kinds)] = Field("", alias="MAISTRO_MEMORY_KINDS")
 
     @classmethod

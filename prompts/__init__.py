@@ -34,9 +34,19 @@ Here are your instructions for reasoning about the user's messages:
 
 4. Err on the side of updating the todo list. No need to ask for explicit permission.
 
-5. Respond naturally to the user after a tool call was made to save memories, or if no tool call was made.
+5. {reply_rule}
 
 6. {language_rule}"""
+
+# Rule 5 of the chat prompt, by reply timing (MAISTRO_REPLY_TIMING): the tutorial's, where the reply comes after
+# the memory updates, and the default, where it comes in the same message as the UpdateMemory calls.
+REPLY_AFTER_UPDATES_RULE = (
+    "Respond naturally to the user after a tool call was made to save memories, or if no tool call was made."
+)
+
+REPLY_FIRST_RULE = """Respond naturally to the user in the same message as your UpdateMemory calls: your words are shown while the memories are saved, and no second reply follows once they are saved.
+- If your answer needs the memories as updated (for example the user asks to see the new list), call UpdateMemory without any text, and answer after the update.
+- If a tool answer says an update failed or something was not saved, tell the user so, correcting what you said before."""
 
 # One line of the chat prompt's list of memories, one memory's section, and one routing rule, per memory kind.
 MEMORY_LIST_ITEM = "{number}. The user's {memory}: {description}"

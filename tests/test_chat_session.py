@@ -5,8 +5,10 @@ from langchain_core.messages import HumanMessage
 
 from graph import build_graph
 from graph.app.scripted_model import calls, patch_where, profile, remove_where, replace, route, say, todo
-from graph.app.session import ChatSession, Note, Progress, StoppedTurn, ThreadOwnerError, Token, change_notes
+from graph.app.session import ChatSession, Note, Progress, StoppedTurn, ThreadOwnerError, Token
 from graph.backends.thread_locks import FileThreadLocks
+from graph.memory.kinds import DEFAULT_MEMORY_KINDS
+from graph.memory.notes import change_notes
 from tests.support.helpers import todos
 from tests.support.openai_stub import OpenAIStub, text_reply, tool_calls_reply
 from tests.support.stub_script import Script, update
@@ -41,7 +43,7 @@ def change(action: str, before: dict | None, after: dict | None, key: str = "k1"
     ],
 )
 def test_change_notes(artifact, notes):
-    assert change_notes(artifact) == notes
+    assert change_notes(artifact, DEFAULT_MEMORY_KINDS) == notes
 
 
 def test_a_turn_yields_notes_then_the_reply(agent, model):

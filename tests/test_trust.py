@@ -9,9 +9,10 @@ from typer.testing import CliRunner
 from graph import open_store
 from graph.app.cli import app
 from graph.app.scripted_model import calls, patch_where, profile, remove_where, replace, route, say, todo
-from graph.app.session import change_notes
 from graph.memory.admin import export_memories, import_memories
 from graph.memory.changes import IrreversibleChangeError, UnknownChangeError, list_history, undo_change
+from graph.memory.kinds import DEFAULT_MEMORY_KINDS
+from graph.memory.notes import change_notes
 from graph.memory.store import HISTORY, namespace
 from tests.support.helpers import SWIM_ITEM, before_import, instructions_of, profile_of, remember, todos, turn
 from tests.support.stored_names import TODO
@@ -189,4 +190,4 @@ def test_done_todos_expire_and_open_ones_never_do(short_ttl, agent, model):
 
 def test_the_chat_note_says_which_secrets_were_not_saved():
     artifact = {"kind": "todo", "changes": [], "secrets": ["card number", "password"]}
-    assert change_notes(artifact) == ["Not saved (secrets are never stored): card number, password"]
+    assert change_notes(artifact, DEFAULT_MEMORY_KINDS) == ["Not saved (secrets are never stored): card number, password"]

@@ -2,6 +2,7 @@
 
 from datetime import datetime
 
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from graph.app.tutorial import LANCE, LOCAL_VENDORS, LOCK, SWIM, TOYOTA, end_of_november, tutorial_turns
@@ -17,19 +18,22 @@ TOOL_ANSWERS = {
 }
 
 
-def test_tutorial_conversation(agent, model):
-    turns = tutorial_turns(end_of_november(Configuration()))
+@pytest.mark.parametrize("reply_timing", ["first", "after_updates"])
+def test_tutorial_conversation(agent, model, reply_timing):
+    turns = tutorial_turns(end_of_november(Configuration()), reply_timing)
+    # With the reply first, a memory turn ends with the update's answer: no second chat call.
+    shape = [HumanMessage, AIMessage, ToolMessage] + ([AIMessage] if reply_timing == "after_updates" else [])
     for played in turns:
         for node, replies in played.replies.items():
             model.add(node, *replies)
-        thread = turn(agent, played.message, thread_id="2" if played.new_thread else "1")
+        thread = turn(agent, played.message, thread_id="2" if played.new_thread else "1", reply_timing=reply_timing)
 
         assert todos(agent) == played.todos, played.key
         assert profile_of(agent) == LANCE
         if played.key in TOOL_ANSWERS:
-            assert thread[-2].content == TOOL_ANSWERS[played.key]
+            assert thread[2 - len(shape)].content == TOOL_ANSWERS[played.key]
         if played.key == "profile":
-            assert [type(m) for m in thread] == [HumanMessage, AIMessage, ToolMessage, AIMessage]
+            assert [type(m) for m in thread] == shape
             assert thread[2].tool_call_id == thread[1].tool_calls[0]["id"]
             assert instructions_of(agent) is None
         if played.key == "instructions":
@@ -49,5 +53,5 @@ def test_tutorial_conversation(agent, model):
             assert [m.type for m in thread] == ["human", "ai"]
             assert "swim lessons" in thread[-1].text
 
-    assert len(agent.get_state({"configurable": {"thread_id": "1"}}).values["messages"]) == 8 * 4
+    assert len(agent.get_state({"configurable": {"thread_id": "1"}}).values["messages"]) == 8 * len(shape)
     assert model.remaining() == {}

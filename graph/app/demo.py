@@ -43,7 +43,8 @@ def run_demo(console: Console, data_dir: Path, *, temporary: bool = False) -> No
         session = ChatSession(graph, USER)
         console.print(Panel(Text(BANNER), title="task-maistro demo", title_align="left", border_style="yellow"))
         console.print(f"Data directory: {data_dir}{' (temporary)' if temporary else ''}", markup=False)
-        for turn in tutorial_turns(end_of_november(Configuration())):
+        settings = Configuration()
+        for turn in tutorial_turns(end_of_november(settings), settings.reply_timing):
             for node, replies in turn.replies.items():
                 model.add(node, *replies)
             if turn.new_thread:

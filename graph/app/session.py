@@ -7,16 +7,17 @@ from datetime import datetime, timezone
 from itertools import groupby
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.graph.state import CompiledStateGraph
 
 from graph.backends.thread_locks import ThreadLocks
 from graph.configuration import Configuration
-from graph.memory.changes import MemoryChange, list_history
-from graph.memory.kinds import MemoryKind, UnknownKindError, kind_for_update, kind_named
-from graph.memory.rendering import capitalized
+from graph.memory.changes import list_history
+from graph.memory.kinds import MemoryKind, kind_for_update
+from graph.memory.notes import change_notes
+from graph.nodes.update import MEMORY_UPDATE_EVENT
 from graph.settings import current_settings
-from graph.thread.tool_calls import last_human_message, pending_update_calls
+from graph.thread.tool_calls import last_human_message, pending_update_calls, turn_answered
 
 CHAT_NODE = "task_maistro"
 
@@ -61,49 +62,6 @@ class StoppedTurn:
 
 class ThreadOwnerError(Exception):
     """The thread asked for belongs to another user."""
-
-
-def _document_note(kind: MemoryKind, change: MemoryChange) -> str:
-    """A note on one document of a collection, named by its summary field: e.g. "ToDo done: Book swim lessons"."""
-    summary = (change.after or change.before or {}).get(kind.summary_field) or change.key
-    if change.action == "created":
-        return f"{kind.label} added: {summary}"
-    if change.action == "deleted":
-        return f"{kind.label} removed: {summary}"
-    if "status" in change.changed_fields() and (change.after or {}).get("status") == "done":
-        return f"{kind.label} done: {summary}"
-    return f"{kind.label} updated: {summary} ({', '.join(change.changed_fields())})"
-
-
-def change_notes(artifact: Mapping[str, Any] | None, kinds: Sequence[MemoryKind] | None = None) -> list[str]:
-    """Notes for the changes an update node reported in its ToolMessage artifact (none when nothing changed), for
-    a memory of `kinds` (default: MAISTRO_MEMORY_KINDS, else the default kinds)."""
-    if not artifact:
-        return []
-    secrets = artifact.get("secrets") or []
-    withheld = [f"Not saved (secrets are never stored): {', '.join(secrets)}"] if secrets else []
-    return _change_notes(artifact, kinds or current_settings().memory_kinds) + withheld
-
-
-def _change_notes(artifact: Mapping[str, Any], kinds: Sequence[MemoryKind]) -> list[str]:
-    changes = [MemoryChange(**change) for change in artifact.get("changes") or []]
-    try:
-        kind = kind_named(kinds, artifact.get("kind"))
-    except UnknownKindError:
-        return []
-    if kind.collection:
-        return [_document_note(kind, change) for change in changes]
-    if not changes:
-        return []
-    if kind.text:
-        return [f"{capitalized(kind.title)} updated"]
-    fields = dict.fromkeys(
-        name
-        for change in changes
-        for name in change.changed_fields()
-        if (change.before or {}).get(name) or (change.after or {}).get(name)
-    )
-    return [f"{capitalized(kind.title)} updated ({', '.join(fields)})"]
 
 
 def _new_in_turn(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
@@ -201,7 +159,7 @@ class ChatSession:
         self._turn_started = datetime.now(timezone.utc)
         state = self.graph.get_state(self.config)
         messages = state.values.get("messages", [])
-        finished = bool(messages) and isinstance(messages[-1], AIMessage) and not messages[-1].tool_calls
+        finished = turn_answered(messages)
         latest_user = last_human_message(messages)
         retry = (bool(state.next) or not finished) and latest_user is not None and latest_user.text == text
         user_message = latest_user if retry else HumanMessage(content=text, id=str(uuid.uuid4()))
@@ -210,31 +168,25 @@ class ChatSession:
         for mode, payload in self.graph.stream(
             None if retry else {"messages": [user_message]},
             self.config,
-            stream_mode=["messages", "updates"],
+            stream_mode=["messages", "updates", "custom"],
         ):
             if mode == "messages":
                 message, metadata = payload
                 if metadata.get("langgraph_node") == CHAT_NODE and isinstance(message, AIMessage) and message.text:
                     streamed[message.id] = streamed.get(message.id, "") + message.text
                     yield Token(message.text, message.id)
-                continue
-            for node, update in payload.items():
+            elif mode == "custom":
+                outcome = payload.get(MEMORY_UPDATE_EVENT) if isinstance(payload, dict) else None
+                yield from (Note(note) for note in (outcome or {}).get("notes", []))
+            elif update := payload.get(CHAT_NODE):
                 messages = update.get("messages", []) if isinstance(update, dict) else []
-                if node == CHAT_NODE:
-                    yield from _chat_events(_new_in_turn(messages), streamed, self.kinds)
-                else:
-                    yield from (
-                        Note(note)
-                        for m in messages
-                        if isinstance(m, ToolMessage)
-                        for note in change_notes(m.artifact, self.kinds)
-                    )
+                yield from _chat_events(_new_in_turn(messages), streamed, self.kinds)
 
     def stopped_turn(self) -> StoppedTurn:
         """What the latest turn, stopped half-way, saved: the user's message, the memory changes, the reply."""
         messages = self.graph.get_state(self.config).values.get("messages", [])
         message_saved = any(message.id == self._turn_message_id for message in messages)
-        replied = bool(messages) and isinstance(messages[-1], AIMessage) and not messages[-1].tool_calls
+        replied = turn_answered(messages)
         started = self._turn_started.isoformat()  # history times are written the same way: UTC isoformat
         entries = [
             entry

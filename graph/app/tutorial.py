@@ -86,14 +86,18 @@ def _recall(messages: list[BaseMessage], _tools: list[str]) -> BaseMessage:
     return say("With 30 minutes you could book the swim lessons for your daughter: that takes about 30 minutes.")
 
 
-def _memory_turn(key: str, update_type: str, update: Reply, answer: str, todos: dict) -> TutorialTurn:
-    """A turn in which the model updates one memory (`user`, `todo` or `instructions`), then answers."""
-    replies = {"task_maistro": [route(update_type), say(answer)], kind_for_update(DEFAULT_MEMORY_KINDS, update_type).node: [update]}
-    return TutorialTurn(key, replies, todos)
+def tutorial_turns(deadline: str, reply_timing: str = "first") -> list[TutorialTurn]:
+    """The conversation: profile, ToDos, instructions, a deadline, a removal, a ToDo done, recall in a new thread.
 
+    With `reply_timing="first"` the model answers in the message that calls UpdateMemory; with "after_updates"
+    it calls UpdateMemory alone and answers once the update is done (the tutorial's way).
+    """
 
-def tutorial_turns(deadline: str) -> list[TutorialTurn]:
-    """The conversation: profile, ToDos, instructions, a deadline, a removal, a ToDo done, recall in a new thread."""
+    def memory_turn(key: str, update_type: str, update: Reply, answer: str, todos: dict) -> TutorialTurn:
+        """A turn in which the model updates one memory (`user`, `todo` or `instructions`) and answers."""
+        chat = [route(update_type, content=answer)] if reply_timing == "first" else [route(update_type), say(answer)]
+        return TutorialTurn(key, {"task_maistro": chat, kind_for_update(DEFAULT_MEMORY_KINDS, update_type).node: [update]}, todos)
+
     swim = todo_item(SWIM, 30, SWIM_SOLUTIONS)
     with_school = todo_item(SWIM, 30, [*SWIM_SOLUTIONS, SWIM_SCHOOL])
     due = todo_item(SWIM, 30, [*SWIM_SOLUTIONS, SWIM_SCHOOL], deadline)
@@ -105,50 +109,50 @@ def tutorial_turns(deadline: str) -> list[TutorialTurn]:
         return calls(todo(LOCK, time_to_complete=60, solutions=LOCK_SOLUTIONS), *add_school(messages, tools).tool_calls)
 
     return [
-        _memory_turn(
+        memory_turn(
             "profile",
             "user",
             calls(profile(name="Lance", location="San Francisco", connections=LANCE["connections"])),
             "Nice to meet you, Lance! How can I help you today?",
             {},
         ),
-        _memory_turn(
+        memory_turn(
             "swim",
             "todo",
             calls(todo(SWIM, time_to_complete=30, solutions=SWIM_SOLUTIONS)),
             f'I added "{SWIM}" to your list.',
             {SWIM: swim},
         ),
-        _memory_turn(
+        memory_turn(
             "instructions", "instructions", say(LOCAL_VENDORS), "Got it, I'll suggest local businesses from now on.",
             {SWIM: swim},
         ),
-        _memory_turn(
+        memory_turn(
             "lock",
             "todo",
             lock_and_swim_school,
             f'I added "{LOCK}" and suggested a swim school near you for the lessons.',
             {SWIM: with_school, LOCK: lock},
         ),
-        _memory_turn(
+        memory_turn(
             "deadline",
             "todo",
             patch_where("swim", replace("/deadline", deadline)),
             f"The swim lessons are now due {deadline[:10]}.",
             {SWIM: due, LOCK: lock},
         ),
-        _memory_turn(
+        memory_turn(
             "toyota",
             "todo",
             calls(todo(TOYOTA, time_to_complete=10, solutions=TOYOTA_SOLUTIONS)),
             f'I added "{TOYOTA}".',
             {SWIM: due, LOCK: lock, TOYOTA: toyota},
         ),
-        _memory_turn(
+        memory_turn(
             "remove toyota", "todo", remove_where("City Toyota"), "Done, the City Toyota task is gone.",
             {SWIM: due, LOCK: lock},
         ),
-        _memory_turn(
+        memory_turn(
             "lock done",
             "todo",
             patch_where("Yale", replace("/status", "done")),

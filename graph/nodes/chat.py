@@ -1,10 +1,11 @@
 """The `task_maistro` node: answers the user with their memories in the prompt, and decides what to save."""
 
 import functools
+import itertools
 from collections.abc import Sequence
 from typing import Annotated, Literal
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, SystemMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
@@ -16,7 +17,7 @@ from graph.configuration import Configuration, RunSettings
 from graph.memory.context import TurnMemories, start_turn, turn_memories
 from graph.memory.kinds import TODO, MemoryKind
 from graph.memory.rendering import render_documents, render_todos
-from graph.nodes.update import routed_here
+from graph.nodes.update import must_tell_user, routed_here
 from graph.state import State
 from graph.thread.summary import fold_into_summary, with_summary
 from graph.thread.tokens import bound_messages, is_blank, truncation_notice
@@ -29,6 +30,8 @@ from graph.thread.tool_calls import (
     pending_update_calls,
     reject_invalid_calls,
     repair_tool_answers,
+    split_turns,
+    turn_answered,
     without_tool_calls,
 )
 from prompts import (
@@ -37,6 +40,8 @@ from prompts import (
     MEMORY_LIST_ITEM,
     MEMORY_SECTION,
     MODEL_SYSTEM_MESSAGE,
+    REPLY_AFTER_UPDATES_RULE,
+    REPLY_FIRST_RULE,
     ROUTING_RULE,
     UPDATE_MEMORY_DOC,
     UPDATE_TYPE_DOC,
@@ -70,7 +75,8 @@ def memory_content(kind: MemoryKind, memories: TurnMemories) -> str:
 def chat_system_message(
     memories: TurnMemories, settings: Configuration, summary: str, kinds: Sequence[MemoryKind]
 ) -> SystemMessage:
-    """The chat prompt with a section for each memory kind, a routing rule for each, and the thread's summary."""
+    """The chat prompt with a section for each memory kind, a routing rule for each, the rule for when to reply
+    (`reply_timing`), and the thread's summary."""
     prompt = MODEL_SYSTEM_MESSAGE.format(
         role=settings.role,
         now=settings.now_text(),
@@ -86,6 +92,7 @@ def chat_system_message(
             ROUTING_RULE.format(description=kind.description, memory=kind.title, update_type=kind.update_type)
             for kind in kinds
         ),
+        reply_rule=REPLY_FIRST_RULE if settings.reply_timing == "first" else REPLY_AFTER_UPDATES_RULE,
         language_rule=LANGUAGE_RULE,
     )
     return SystemMessage(content=with_summary(prompt, summary))
@@ -99,7 +106,13 @@ def task_maistro(
     chat_model: ChatModelFactory,
     kinds: tuple[MemoryKind, ...],
 ) -> dict:
-    """Answer the user, or call UpdateMemory for one of the memory `kinds`.
+    """Answer the user, and call UpdateMemory for the memory `kinds` the turn brings news for.
+
+    With `reply_timing="first"` (the default) the model replies in the same message as its UpdateMemory calls,
+    so the reply streams while the update nodes run; when they are done this node makes no second model call
+    if that reply stands (`reply_stands`), and the graph ends. It calls the model again when the reply had no
+    text, or an answer reports something the user must hear (a failed update, a secret not saved). With
+    "after_updates" (the tutorial's) the reply always comes from a model call after the updates.
 
     When the user writes after a turn that was cut short before its memory updates ran, those updates run
     first (`route_message` sends the turn's pending calls on; they replay with the same call ids, so their
@@ -126,6 +139,8 @@ def task_maistro(
     if turn_starts and is_blank(thread[-1]):
         reply = AIMessage(content=EMPTY_MESSAGE_REPLY)
         return {"messages": [*thread_update(original, thread), reply], "summary": summary}
+    if not turn_starts and settings.reply_timing == "first" and reply_stands(thread):
+        return {"messages": thread_update(original, thread)}
     model = chat_model(settings)
     if turn_starts:
         thread, summary = fold_into_summary(thread, summary, model, settings)
@@ -158,14 +173,23 @@ def task_maistro(
     }
 
 
+def reply_stands(thread: Sequence[AnyMessage]) -> bool:
+    """Whether the reply given beside the turn's UpdateMemory calls holds now that every call is answered: it
+    has text and no answer reports what the user must hear about (`must_tell_user`)."""
+    answers = itertools.takewhile(lambda message: isinstance(message, ToolMessage), reversed(thread))
+    return turn_answered(thread) and not any(must_tell_user(answer) for answer in answers)
+
+
 def with_truncation_notice(thread: list[AnyMessage], new_messages: list[AnyMessage]) -> list[AnyMessage]:
-    """The new messages, the final reply prefixed with a note when the user's latest message was cut."""
+    """The new messages, the turn's first words to the user prefixed with a note when the user's latest message was cut."""
     latest_user = last_human_message(thread)
-    reply = new_messages[-1]
     notice = truncation_notice(latest_user) if latest_user is not None else ""
-    if not notice or reply.tool_calls or not isinstance(reply.content, str):
+    turn = [*next(reversed(split_turns(thread)), []), *new_messages]
+    spoken = next((m for m in turn if isinstance(m, AIMessage) and isinstance(m.content, str) and m.content.strip()), None)
+    if not notice or not any(spoken is message for message in new_messages):
         return new_messages
-    return [*new_messages[:-1], reply.model_copy(update={"content": f"{notice}\n\n{reply.content}"})]
+    noted = spoken.model_copy(update={"content": f"{notice}\n\n{spoken.content}"})
+    return [noted if message is spoken else message for message in new_messages]
 
 
 def thread_update(original: Sequence[AnyMessage], thread: Sequence[AnyMessage]) -> list[AnyMessage]:

@@ -23,6 +23,7 @@ from functools import cached_property
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
@@ -31,6 +32,7 @@ from graph.configuration import Configuration, RunSettings
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, committed_changes
 from graph.memory.conditions import ConflictError
 from graph.memory.kinds import MemoryKind
+from graph.memory.notes import change_notes
 from graph.memory.redaction import redact_text
 from graph.nodes.extraction import extraction_messages, new_document_key, routing_seed
 from graph.state import State
@@ -38,6 +40,8 @@ from graph.thread.tokens import bound_message
 from graph.thread.tool_calls import last_ai_message, pending_update_calls, through_latest_calls
 from prompts import SECRETS_NOT_SAVED, SEE_ABOVE, UPDATE_CONFLICT
 
+# The key of the custom stream event each update node sends with its outcome.
+MEMORY_UPDATE_EVENT = "memory_update"
 # How often an update whose documents changed under it reads them again and proposes anew.
 CONFLICT_RETRIES = 1
 # How many routing messages of this process's chat node are remembered (their updates normally run here next).
@@ -139,15 +143,37 @@ def change_context(request: UpdateRequest) -> ChangeContext:
 
 
 def answer_update_calls(
-    calls: Sequence[dict], report: str, kind: MemoryKind, changes: Sequence[MemoryChange], secrets: set[str]
+    calls: Sequence[dict],
+    report: str,
+    kind: MemoryKind,
+    changes: Sequence[MemoryChange],
+    secrets: set[str],
+    *,
+    failed: bool = False,
 ) -> dict:
-    """The node's state update: the report answers the first call (with the changes as artifact), the rest point to it."""
+    """The node's state update: the report answers the first call (with the changes as artifact; status "error"
+    when the update `failed`), the rest point to it.
+
+    Runs streamed with `stream_mode="custom"` get the outcome at once, as `{MEMORY_UPDATE_EVENT: {"kind",
+    "tool_call_id", "notes", "failed"}}` with the notes people read (e.g. "ToDo added: Book swim lessons").
+    """
     if secrets:
         report += SECRETS_NOT_SAVED.format(secrets=", ".join(sorted(secrets)))
     artifact = {"kind": kind.name, "changes": [asdict(change) for change in changes], "secrets": sorted(secrets)}
+    status = "error" if failed else "success"
+    get_stream_writer()(
+        {
+            MEMORY_UPDATE_EVENT: {
+                "kind": kind.name,
+                "tool_call_id": calls[0]["id"],
+                "notes": change_notes(artifact, [kind]),
+                "failed": failed,
+            }
+        }
+    )
     return {
         "messages": [
-            ToolMessage(content=report, tool_call_id=calls[0]["id"], artifact=artifact),
+            ToolMessage(content=report, tool_call_id=calls[0]["id"], artifact=artifact, status=status),
             *(ToolMessage(content=SEE_ABOVE, tool_call_id=call["id"]) for call in calls[1:]),
         ]
     }
@@ -184,5 +210,13 @@ def update_memory(
             saved, secrets = commit_changes(store, request.user_id, kind, proposed or [], context)
         except ConflictError:
             continue
-        return answer_update_calls(calls, report(request, proposed, saved), kind, saved, secrets)
-    return answer_update_calls(calls, UPDATE_CONFLICT.format(memory=kind.label), kind, [], set())
+        failed = proposed is None
+        return answer_update_calls(calls, report(request, proposed, saved), kind, saved, secrets, failed=failed)
+    return answer_update_calls(calls, UPDATE_CONFLICT.format(memory=kind.label), kind, [], set(), failed=True)
+
+
+def must_tell_user(answer: ToolMessage) -> bool:
+    """Whether a tool answer reports what the user must hear about: the call failed (was invalid, interrupted,
+    conflicted, or its extraction unusable) or a secret was kept out of memory."""
+    artifact = answer.artifact if isinstance(answer.artifact, dict) else {}
+    return answer.status == "error" or bool(artifact.get("secrets"))

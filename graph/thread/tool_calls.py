@@ -136,6 +136,19 @@ def through_latest_calls(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
     return list(messages[:end])
 
 
+def turn_answered(messages: Sequence[AnyMessage]) -> bool:
+    """Whether the latest turn has its reply and nothing left to do: its last assistant message calls no tool, or
+    it speaks to the user beside calls that are all answered (a reply given first, while the memories were saved).
+    """
+    position = next((i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], AIMessage)), None)
+    if position is None:
+        return False
+    reply, after = messages[position], messages[position + 1 :]
+    if not all(isinstance(message, ToolMessage) for message in after) or set(_call_ids(reply)) - _answered_ids(after):
+        return False
+    return not _call_ids(reply) or bool(reply.text.strip())
+
+
 def interrupted_turn(messages: Sequence[AnyMessage]) -> bool:
     """Whether the user wrote again after a turn whose UpdateMemory calls were cut short before their update ran."""
     return isinstance(messages[-1], HumanMessage) and bool(pending_update_calls(messages))
@@ -162,14 +175,14 @@ def split_turns(messages: Sequence[AnyMessage]) -> list[list[AnyMessage]]:
 def chat_history(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
     """What the chat prompt carries of a thread: ended turns without their tool-call bookkeeping, the rest whole.
 
-    Once a turn has ended (with a reply that calls no tool) its UpdateMemory calls and their answers are only
+    Once a turn has ended (`turn_answered`) its UpdateMemory calls and their answers are only
     bookkeeping: the reply says what changed, and the memories are in the system prompt. A turn cut short
     keeps them, so the model sees what its updates did; so does the current turn.
     """
     turns = split_turns(messages)
     history: list[AnyMessage] = []
     for turn in turns[:-1]:
-        ended = isinstance(turn[0], HumanMessage) and isinstance(turn[-1], AIMessage) and not turn[-1].tool_calls
+        ended = isinstance(turn[0], HumanMessage) and turn_answered(turn)
         history += spoken_messages(turn) if ended else turn
     return history + (turns[-1] if turns else [])
 

@@ -1,0 +1,54 @@
+"""One-line notes on memory changes, for people: e.g. "ToDo added: Book swim lessons" (the CLI prints them with ✎,
+and the update nodes send them to API clients as custom stream events)."""
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from graph.memory.changes import MemoryChange
+from graph.memory.kinds import MemoryKind, UnknownKindError, kind_named
+from graph.memory.rendering import capitalized
+
+__all__ = ["change_notes"]
+
+
+def _document_note(kind: MemoryKind, change: MemoryChange) -> str:
+    """A note on one document of a collection, named by its summary field: e.g. "ToDo done: Book swim lessons"."""
+    summary = (change.after or change.before or {}).get(kind.summary_field) or change.key
+    if change.action == "created":
+        return f"{kind.label} added: {summary}"
+    if change.action == "deleted":
+        return f"{kind.label} removed: {summary}"
+    if "status" in change.changed_fields() and (change.after or {}).get("status") == "done":
+        return f"{kind.label} done: {summary}"
+    return f"{kind.label} updated: {summary} ({', '.join(change.changed_fields())})"
+
+
+def change_notes(artifact: Mapping[str, Any] | None, kinds: Sequence[MemoryKind]) -> list[str]:
+    """Notes for the changes an update node reported in its ToolMessage artifact (none when nothing changed), for
+    a memory of `kinds`; a secret kept out of memory gets a note too."""
+    if not artifact:
+        return []
+    secrets = artifact.get("secrets") or []
+    withheld = [f"Not saved (secrets are never stored): {', '.join(secrets)}"] if secrets else []
+    return _change_notes(artifact, kinds) + withheld
+
+
+def _change_notes(artifact: Mapping[str, Any], kinds: Sequence[MemoryKind]) -> list[str]:
+    changes = [MemoryChange(**change) for change in artifact.get("changes") or []]
+    try:
+        kind = kind_named(kinds, artifact.get("kind"))
+    except UnknownKindError:
+        return []
+    if kind.collection:
+        return [_document_note(kind, change) for change in changes]
+    if not changes:
+        return []
+    if kind.text:
+        return [f"{capitalized(kind.title)} updated"]
+    fields = dict.fromkeys(
+        name
+        for change in changes
+        for name in change.changed_fields()
+        if (change.before or {}).get(name) or (change.after or {}).get(name)
+    )
+    return [f"{capitalized(kind.title)} updated ({', '.join(fields)})"]
