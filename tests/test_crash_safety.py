@@ -47,9 +47,10 @@ from graph import build_graph, close_graph
 from graph.app.session import ChatSession
 from graph.memory.kinds import INSTRUCTIONS, PROFILE, TODO
 from graph.memory.store import read_kind, read_text
+from prompts import REPLY_FIRST_RULE
 from tests.support.bookkeeping import assert_tool_calls_answered
 from tests.support.crash_worker import BY_TEXT, PLAN, SLOW_DISK_TEXT, THREAD, USER, Message
-from tests.support.openai_stub import OpenAIStub, StubError, text_reply, tool_calls_reply, tool_names
+from tests.support.openai_stub import OpenAIStub, StubError, system_text, text_reply, tool_calls_reply, tool_names
 from tests.support.scripted_session import task_keeper
 from tests.support.stub_script import kind_of, update
 
@@ -144,7 +145,10 @@ class PlannedModel:
         kind = kind_of(request)
         if kind == "chat":
             if "UpdateMemory" in tool_names(request) and request["messages"][-1]["role"] == "user":
-                return update(*dict.fromkeys(kind for message in planned_messages(request) for kind in message.update_types))
+                kinds = dict.fromkeys(kind for message in planned_messages(request) for kind in message.update_types)
+                # Asked to answer first, it does so half of the time; otherwise it answers after the updates.
+                speaks_first = REPLY_FIRST_RULE in system_text(request) and self.rng.random() < 0.5
+                return update(*kinds, content="Saving that." if speaks_first else None)
             return text_reply("Saved.")
         planned = planned_messages(request)
         if kind == "todo":

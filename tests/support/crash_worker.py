@@ -14,7 +14,7 @@ test's SIGKILL can never reach a reused pid.
 
 Where a life continues: it reads the thread from the checkpoint, as `get_state` shows it.
 - No user message yet: it starts with message 0.
-- Last user message I, and the thread ends with an assistant answer (no tool call): the turn finished;
+- Last user message I, and the turn has its reply with every call answered (`turn_answered`): it finished;
   the life prints `ack I` and goes on with I + 1. `get_state`'s `next` cannot tell this: when the process
   died after a step's writes were saved but before the checkpoint that follows them, it shows those
   writes applied and nothing next, although the turn goes on from there.
@@ -53,6 +53,7 @@ from langgraph.store.base import PutOp
 from graph import build_graph
 from graph.app.session import ChatSession
 from graph.backends.model import load_chat_model
+from graph.thread.tool_calls import turn_answered
 from tests.support.scripted_session import task_keeper
 from tests.support.stored_names import TODO
 
@@ -144,7 +145,7 @@ def life(target: str, policy: str, until: int) -> None:
     if said:
         last = BY_TEXT[said[-1]]
         start = last + 1
-        if isinstance(messages[-1], AIMessage) and not messages[-1].tool_calls:
+        if turn_answered(messages):
             say("ack", last)
         elif policy == "resume":
             say("resume", last)

@@ -50,6 +50,7 @@ class Script:
         return reply(request) if callable(reply) else reply
 
 
-def update(*kinds: str) -> dict:
-    """A chat reply calling UpdateMemory once per given update_type."""
-    return tool_calls_reply(*(("UpdateMemory", {"update_type": kind}) for kind in kinds))
+def update(*kinds: str, content: str | None = None) -> dict:
+    """A chat reply calling UpdateMemory once per given update_type, with `content` as its text (the reply given
+    first) when given."""
+    return {**tool_calls_reply(*(("UpdateMemory", {"update_type": kind}) for kind in kinds)), "content": content}
