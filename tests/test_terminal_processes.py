@@ -23,6 +23,10 @@ from tests.support.stub_script import update
 
 ROOT = Path(__file__).resolve().parents[1]
 STOPPED_BEFORE_REPLY = "Not saved: the reply; send the message again to finish the turn."
+UPDATES_AFTER_REPLY = (
+    "Not saved yet: the memory updates the reply announced; they run before your next message is handled (or now, "
+    "if you send the message again)."
+)
 
 
 @pytest.fixture
@@ -77,6 +81,11 @@ def thread_texts(agent, thread_id: str) -> list[str]:
             ["human", "ai", "tool", "human", "ai"],
         ),
         ("memory update", "Saved: your message. " + STOPPED_BEFORE_REPLY, ["human", "ai", "tool", "human", "ai"]),
+        (
+            "memory update after the reply",
+            "Saved: your message; the reply. " + UPDATES_AFTER_REPLY,
+            ["human", "ai", "tool", "human", "ai"],
+        ),
     ],
 )
 def test_ctrl_c_during_a_turn_stops_within_a_second_and_the_next_chat_continues_the_thread(
@@ -84,7 +93,8 @@ def test_ctrl_c_during_a_turn_stops_within_a_second_and_the_next_chat_continues_
 ):
     swim = tool_calls_reply(("ToDo", {"task": "Book swim lessons", "solutions": ["SF swim schools"]}))
     gate = Gate(text_reply("Added.") if waiting_for == "reply" else swim)
-    script.add("chat", update("todo"), *([gate] if waiting_for == "reply" else []))
+    replied_first = "Booking swim lessons." if waiting_for == "memory update after the reply" else None
+    script.add("chat", update("todo", content=replied_first), *([gate] if waiting_for == "reply" else []))
     script.add("todo", swim if waiting_for == "reply" else gate)
     chat = start_chat("--user", "Lance", "--thread", "t1")
     try:
@@ -105,7 +115,7 @@ def test_ctrl_c_during_a_turn_stops_within_a_second_and_the_next_chat_continues_
     assert f"Stopped. {saved}" in out.splitlines()
 
     finished_first = ""
-    if waiting_for == "memory update":  # the stopped update runs before the next message is handled
+    if waiting_for != "reply":  # the stopped update runs before the next message is handled
         script.add("todo", swim)
         finished_first = "✎ ToDo added: Book swim lessons\n"
     script.add("chat", text_reply("Your list is up to date."))

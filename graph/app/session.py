@@ -53,11 +53,13 @@ class Progress:
 
 @dataclass(frozen=True)
 class StoppedTurn:
-    """What a turn stopped half-way had saved: the user's message, the memory changes (as notes), the reply."""
+    """What a turn stopped half-way had saved: the user's message, the memory changes (as notes), the reply, and
+    whether memory updates it asked for were still to run (a reply given first, stopped before they ran)."""
 
     message_saved: bool
     notes: list[str]
     reply_saved: bool = False
+    updates_pending: bool = False
 
 
 class ThreadOwnerError(Exception):
@@ -186,7 +188,8 @@ class ChatSession:
         """What the latest turn, stopped half-way, saved: the user's message, the memory changes, the reply."""
         messages = self.graph.get_state(self.config).values.get("messages", [])
         message_saved = any(message.id == self._turn_message_id for message in messages)
-        replied = turn_answered(messages)
+        turn = _new_in_turn(messages) if message_saved else []
+        replied = any(isinstance(message, AIMessage) and message.text.strip() for message in turn)
         started = self._turn_started.isoformat()  # history times are written the same way: UTC isoformat
         entries = [
             entry
@@ -198,7 +201,7 @@ class ChatSession:
             for kind, group in groupby(entries, key=lambda entry: entry["kind"])
             for note in change_notes({"kind": kind, "changes": [_change_fields(entry) for entry in group]}, self.kinds)
         ]
-        return StoppedTurn(message_saved, notes, reply_saved=message_saved and replied)
+        return StoppedTurn(message_saved, notes, reply_saved=replied, updates_pending=bool(pending_update_calls(turn)))
 
 
 def _change_fields(entry: Mapping[str, Any]) -> dict[str, Any]:

@@ -110,6 +110,11 @@ def stopped_text(stopped: StoppedTurn) -> str:
     if not stopped.message_saved:
         return "Stopped before your message was saved: this turn left nothing in the thread."
     saved = "; ".join(["your message", *stopped.notes, *(["the reply"] if stopped.reply_saved else [])])
+    if stopped.reply_saved and stopped.updates_pending:
+        return (
+            f"Stopped. Saved: {saved}. Not saved yet: the memory updates the reply announced; they run before your "
+            "next message is handled (or now, if you send the message again)."
+        )
     if stopped.reply_saved:
         return f"Stopped. Saved: {saved}."
     return f"Stopped. Saved: {saved}. Not saved: the reply; send the message again to finish the turn."
