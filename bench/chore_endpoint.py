@@ -2,20 +2,27 @@
 
 It runs `tests.support.openai_stub.OpenAIStub` (a real HTTP server on 127.0.0.1, strict about tool-call
 bookkeeping like OpenAI) with a responder that reads each request the way a model would: the chat call
-routes every user message to the ToDo update (and "I moved to X; ..." to the profile too) and then
-confirms; the profile extraction files the city; the ToDo extraction creates the chore of an "add chore: ..." message and patches the one named in "I finished chore (N)" to done, finding its id in the
-documents trustcall put into the prompt; the summary call answers a summary. Every request is recorded
-with what sent it and its place in the order of requests and answers.
+routes a message about a chore ("add chore: ...", "I finished chore (N)") to the ToDo update (and "I moved
+to X; ..." to the profile too) and then confirms, and answers anything else (chit-chat) without routing;
+with `replies_first`, a chat prompt that asks for the reply first (`prompts.REPLY_FIRST_RULE`) gets the
+confirmation in the routing message itself, as a model following that rule gives it. The profile
+extraction files the city; the ToDo extraction creates the chore of an "add chore: ..." message and patches
+the one named in "I finished chore (N)" to done, finding its id in the documents trustcall put into the
+prompt; the summary call answers a summary. Every request is recorded with what sent it and its place in
+the order of requests and answers.
 """
 
 import itertools
 import json
+import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from graph.thread.tokens import count_text_tokens
+from prompts import REPLY_FIRST_RULE
 from tests.support.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply, tool_names
 from tests.support.stub_script import kind_of, update
 
@@ -24,6 +31,9 @@ MOVED = "I moved to "
 FINISHED = re.compile(r"I finished chore \((\d+)\)")
 _INSTANCE = re.compile(r'<instance id=(?P<id>\S+) schema_type="[^"]+">\n(?P<doc>.*?)\n</instance>', re.S)
 SUMMARIZER = "You keep a running summary"
+CONFIRMATION = "Done, your list is up to date."
+REPLY_FIRST_CONFIRMATION = "Sure, I'm adding that to your ToDo list now."
+CHIT_CHAT_REPLY = "Happy to chat! Tell me whenever something needs doing."
 
 
 @dataclass(frozen=True)
@@ -61,7 +71,10 @@ def _latest_user_line(request: dict) -> str:
 class ChoreEndpoint:
     """The responder, and the record of every request it answered."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, replies_first: bool = False) -> None:
+        """A responder that routes with calls alone, or with `replies_first` replies beside its calls when the
+        chat prompt asks for that (`bench.run` keeps the default: its model routes with calls alone)."""
+        self.replies_first = replies_first
         self.requests: list[Request] = []
         self._order = itertools.count()
         self._lock = threading.Lock()
@@ -81,15 +94,26 @@ class ChoreEndpoint:
             if system_text(request).startswith(SUMMARIZER):
                 return text_reply("The user adds chores and finishes them one by one."), "summary"
             if request["messages"][-1]["role"] == "user" and "UpdateMemory" in tool_names(request):
-                moved = _latest_user_line(request).startswith(MOVED)
-                return (update("user", "todo") if moved else update("todo")), kind
-            return text_reply("Done, your list is up to date."), kind
+                return self._route(request), kind
+            return text_reply(CONFIRMATION), kind
         if kind == "todo":
             return self._todo(request), kind
         if kind == "profile":
             city = _latest_user_line(request).removeprefix(MOVED).split(";")[0]
             return tool_calls_reply(("Profile", {"location": city})), kind
         return text_reply("Nothing to change."), kind
+
+    def _route(self, request: dict) -> dict:
+        line = _latest_user_line(request)
+        if line.startswith(MOVED):
+            routing = update("user", "todo")
+        elif ADD in line or FINISHED.search(line):
+            routing = update("todo")
+        else:
+            return text_reply(CHIT_CHAT_REPLY)
+        if self.replies_first and REPLY_FIRST_RULE in system_text(request):
+            return {**routing, "content": REPLY_FIRST_CONFIRMATION}
+        return routing
 
     def _todo(self, request: dict) -> dict:
         line = _latest_user_line(request)
@@ -107,6 +131,22 @@ class ChoreEndpoint:
     def start(self, latency: float = 0.0) -> OpenAIStub:
         """The HTTP server answering with this responder (a context manager), each answer `latency` s late."""
         return OpenAIStub(self, latency)
+
+
+@contextmanager
+def model_environment(base_url: str) -> Iterator[None]:
+    """Point the default model factory (OPENAI_BASE_URL, OPENAI_API_KEY, MAISTRO_MODEL) at `base_url` for the block."""
+    names = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "MAISTRO_MODEL")
+    saved = {name: os.environ.get(name) for name in names}
+    os.environ.update({"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "bench", "MAISTRO_MODEL": "gpt-bench"})
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def sequential_requests(requests: Sequence[Request]) -> int:

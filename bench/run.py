@@ -23,7 +23,6 @@ import argparse
 import gc
 import itertools
 import json
-import os
 import statistics
 import tempfile
 import time
@@ -35,7 +34,7 @@ import psycopg
 from langchain_core.messages import HumanMessage
 from langgraph.store.base import PutOp
 
-from bench.chore_endpoint import ADD, MOVED, ChoreEndpoint, sequential_requests
+from bench.chore_endpoint import ADD, MOVED, ChoreEndpoint, model_environment, sequential_requests
 from bench.cold_start import print_cold_start
 from bench.postgres_counts import counting_statements, server_transactions
 from bench.trust import print_trust
@@ -205,7 +204,7 @@ def main() -> None:
     endpoint = ChoreEndpoint()
     results: dict = {}
     started = time.perf_counter()
-    with endpoint.start() as server, _model_at(server.base_url), _postgres(args.postgres, workdir) as admin_url:
+    with endpoint.start() as server, model_environment(server.base_url), _postgres(args.postgres, workdir) as admin_url:
         backends: dict[str, Callable] = {"sqlite": lambda: build_graph(tempfile.mkdtemp(dir=workdir))}
         if admin_url:
             names = itertools.count()
@@ -224,21 +223,6 @@ def main() -> None:
     _print(results)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
-
-
-@contextmanager
-def _model_at(base_url: str) -> Iterator[None]:
-    names = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "MAISTRO_MODEL")
-    saved = {name: os.environ.get(name) for name in names}
-    os.environ.update({"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "bench", "MAISTRO_MODEL": "gpt-bench"})
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 @contextmanager
