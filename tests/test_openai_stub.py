@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 import openai
 import pytest
@@ -204,6 +205,29 @@ def test_requests_are_recorded_and_helpers_read_them():
     assert tool_names(first) == []
     assert system_text(second) == ""
     assert tool_names(second) == ["GetWeather"]
+
+
+
+def test_a_responder_can_wait_for_a_request_still_in_flight():
+    met: list[bool] = []
+
+    def responder(request: dict) -> dict:
+        said = request["messages"][-1]["content"]
+        if said == "first":
+            met.append(stub.wait_for_request(lambda body: body["messages"][-1]["content"] == "second", 30))
+        return text_reply(f"re: {said}")
+
+    with OpenAIStub(responder) as stub:
+        llm = make_llm(stub)
+        with ThreadPoolExecutor(2) as pool:
+            first = pool.submit(llm.invoke, "first")
+            assert stub.wait_for_request(lambda body: body["messages"][-1]["content"] == "first", 30)
+            second = pool.submit(llm.invoke, "second")
+            assert [first.result().content, second.result().content] == ["re: first", "re: second"]
+        alone = stub.wait_for_request(lambda body: body["messages"][-1]["content"] == "third", 0)
+
+    assert met == [True], "the first answer waited until the second request had arrived"
+    assert alone is False, "no such request came"
 
 
 def test_system_text_reads_developer_messages_and_content_parts():

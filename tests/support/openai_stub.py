@@ -351,6 +351,7 @@ class OpenAIStub:
         self.requests: list[dict] = []
         self.rejections: list[tuple[Any, str]] = []
         self._lock = threading.Lock()
+        self._arrival = threading.Condition(self._lock)
         self._responder_lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -396,9 +397,19 @@ class OpenAIStub:
         self.stop()
 
     def _record(self, body: dict) -> None:
-        """Append a received request body to :attr:`requests`."""
-        with self._lock:
+        """Append a received request body to :attr:`requests` (before the responder answers it)."""
+        with self._arrival:
             self.requests.append(body)
+            self._arrival.notify_all()
+
+    def wait_for_request(self, matches: Callable[[dict], bool], timeout: float) -> bool:
+        """Wait until a received request `matches` (at most `timeout` seconds); whether one did.
+
+        A responder may call it: requests are recorded as they arrive, before their answer, so a responder
+        that waits here for another request tells whether the two were in flight at the same time.
+        """
+        with self._arrival:
+            return self._arrival.wait_for(lambda: any(matches(body) for body in self.requests), timeout)
 
     def _reject(self, body: Any, problem: str) -> None:
         """Append a request answered HTTP 400, with the reason, to :attr:`rejections`."""
