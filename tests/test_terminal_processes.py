@@ -130,6 +130,31 @@ def test_ctrl_c_during_a_turn_stops_within_a_second_and_the_next_chat_continues_
     assert [item.value["task"] for item in read_kind(agent.store, TODO, "Lance")] == ["Book swim lessons"]
 
 
+
+@pytest.mark.parametrize(
+    "reply_timing, chat_replies, printed",
+    [
+        ("first", [update("todo", content="Sure, I'm adding it.")], "Sure, I'm adding it.\n✎ ToDo added: Book a dentist\n"),
+        (
+            "after_updates",
+            [update("todo"), text_reply("I added it.")],
+            "✎ ToDo added: Book a dentist\nI added it.\n",
+        ),
+    ],
+)
+def test_chat_prints_the_reply_and_the_memory_note_in_the_order_they_come(
+    stub, script, monkeypatch, reply_timing, chat_replies, printed
+):
+    monkeypatch.setenv("MAISTRO_REPLY_TIMING", reply_timing)
+    script.add("chat", *chat_replies)
+    script.add("todo", tool_calls_reply(("ToDo", {"task": "Book a dentist", "solutions": ["Call Dr. Lee"]})))
+
+    result = run_maistro("chat", "--user", "Lance", input="I need to book a dentist.\n")
+
+    assert result.returncode == 0 and result.stdout == printed, result.stderr
+    assert script.seen == ["chat", "todo", *(["chat"] if reply_timing == "after_updates" else [])]
+
+
 def test_two_chats_on_one_thread_never_lose_a_message(stub, script, data_dir):
     def echo(request: dict) -> dict:
         time.sleep(0.2)
