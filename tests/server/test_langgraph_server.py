@@ -11,6 +11,7 @@ import json
 import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
+from itertools import groupby
 
 import pytest
 from langchain_core.messages import HumanMessage
@@ -234,4 +235,65 @@ def test_settings_sent_as_context_or_stored_on_an_assistant_reach_the_nodes(clie
     assert list(tasks(client, "Ada")) == ["Call Ada's bank"]
     last_chat = [request for request in stub.requests if kind_of(request) == "chat"][-1]
     assert system_text(last_chat).startswith("You are Ada's butler.")
+    assert script.remaining() == {}
+
+
+def reply_chunk(part) -> str:
+    """The text of a messages-tuple part that streams the chat node's reply, else ""."""
+    if part.event != "messages":
+        return ""
+    chunk, metadata = part.data
+    return chunk["content"] if metadata.get("langgraph_node") == GRAPH_ID and chunk["type"] == "AIMessageChunk" else ""
+
+
+def stream_labels(parts: list) -> list[str]:
+    """What a client sees of a run streamed with messages-tuple, updates and custom, runs of one label as one:
+    "reply" for the chat node's text chunks, "updates:NODE" for a node's update, "custom" for a custom event."""
+    labels = []
+    for part in parts:
+        if reply_chunk(part):
+            labels.append("reply")
+        elif part.event == "updates":
+            labels += [f"updates:{node}" for node in part.data]
+        elif part.event == "custom":
+            labels.append("custom")
+    return [label for label, _ in groupby(labels)]
+
+
+def test_a_memory_turn_streams_the_reply_before_the_update_and_its_note_with_one_chat_call(client, stub, script):
+    reply = "Sure, I'm adding the dentist appointment to your list."
+    script.add("chat", update("todo", content=reply))
+    script.add("todo", tool_calls_reply(("ToDo", {"task": "Book a dentist", "solutions": ["Call Dr. Lee"]})))
+    thread_id, sent = new_thread(client), len(stub.requests)
+
+    parts = list(
+        client.runs.stream(
+            thread_id,
+            GRAPH_ID,
+            input={"messages": [{"role": "user", "content": "I need to book a dentist."}]},
+            stream_mode=["messages-tuple", "updates", "custom"],
+            config=LANCE_RUN,
+        )
+    )
+
+    assert stream_labels(parts) == [
+        "reply",
+        f"updates:{GRAPH_ID}",
+        "custom",
+        "updates:update_todos",
+        f"updates:{GRAPH_ID}",
+    ], "the reply streams first; once the update lands the chat node ends the run without a model call"
+    assert "".join(reply_chunk(part) for part in parts) == reply
+    thread = client.threads.get_state(thread_id)["values"]["messages"]
+    assert [m["type"] for m in thread] == ["human", "ai", "tool"] and thread[1]["content"] == reply
+    (custom,) = [part.data for part in parts if part.event == "custom"]
+    assert custom == {
+        "memory_update": {
+            "kind": "todo",
+            "tool_call_id": thread[1]["tool_calls"][0]["id"],
+            "notes": ["ToDo added: Book a dentist"],
+            "failed": False,
+        }
+    }
+    assert [kind_of(request) for request in stub.requests[sent:]] == ["chat", "todo"]
     assert script.remaining() == {}
