@@ -99,21 +99,27 @@ class ChoreEndpoint:
         if kind == "todo":
             return self._todo(request), kind
         if kind == "profile":
-            city = _latest_user_line(request).removeprefix(MOVED).split(";")[0]
-            return tool_calls_reply(("Profile", {"location": city})), kind
+            return self._profile(request), kind
         return text_reply("Nothing to change."), kind
 
     def _route(self, request: dict) -> dict:
         line = _latest_user_line(request)
-        if line.startswith(MOVED):
-            routing = update("user", "todo")
-        elif ADD in line or FINISHED.search(line):
-            routing = update("todo")
-        else:
+        kinds = ("user", "todo") if line.startswith(MOVED) else ("todo",) if ADD in line or FINISHED.search(line) else ()
+        if not kinds:
             return text_reply(CHIT_CHAT_REPLY)
-        if self.replies_first and REPLY_FIRST_RULE in system_text(request):
-            return {**routing, "content": REPLY_FIRST_CONFIRMATION}
-        return routing
+        replies_first = self.replies_first and REPLY_FIRST_RULE in system_text(request)
+        return update(*kinds, content=REPLY_FIRST_CONFIRMATION if replies_first else None)
+
+    def _profile(self, request: dict) -> dict:
+        """File the city: a new profile, or a patch of the existing one (trustcall then offers only PatchDoc)."""
+        city = _latest_user_line(request).removeprefix(MOVED).split(";")[0]
+        if "Profile" in tool_names(request):
+            return tool_calls_reply(("Profile", {"location": city}))
+        prompt = "\n".join(_text(m) for m in request["messages"])
+        [profile_id] = [m["id"] for m in _INSTANCE.finditer(prompt)]
+        patch = {"json_doc_id": profile_id, "planned_edits": "Update the city.",
+                 "patches": [{"op": "replace", "path": "/location", "value": city}]}
+        return tool_calls_reply(("PatchDoc", patch))
 
     def _todo(self, request: dict) -> dict:
         line = _latest_user_line(request)

@@ -44,9 +44,9 @@ REPLY_AFTER_UPDATES_RULE = (
     "Respond naturally to the user after a tool call was made to save memories, or if no tool call was made."
 )
 
-REPLY_FIRST_RULE = """Respond naturally to the user in the same message as your UpdateMemory calls: your words are shown while the memories are saved, and no second reply follows once they are saved.
-- If your answer needs the memories as updated (for example the user asks to see the new list), call UpdateMemory without any text, and answer after the update.
-- If a tool answer says an update failed or something was not saved, tell the user so, correcting what you said before."""
+REPLY_FIRST_RULE = """Respond naturally to the user in the same message as any UpdateMemory calls (no second reply follows a successful save).
+- If your answer needs the updated memories (e.g. to show the new list), call UpdateMemory with no text and answer after.
+- If a tool answer says an update failed or was not saved, tell the user, correcting what you said."""
 
 # One line of the chat prompt's list of memories, one memory's section, and one routing rule, per memory kind.
 MEMORY_LIST_ITEM = "{number}. The user's {memory}: {description}"

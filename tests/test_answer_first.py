@@ -5,7 +5,7 @@ tutorial's flow. Graph-level, with the scripted model."""
 import pytest
 from langchain_core.messages import AIMessage
 
-from graph.app.scripted_model import calls, profile, route, say, sequential_calls, todo
+from graph.app.scripted_model import calls, document, patch, profile, replace, route, say, sequential_calls, todo
 from graph.memory.store import namespace
 from graph.nodes.update import MEMORY_UPDATE_EVENT
 from prompts import REPLY_AFTER_UPDATES_RULE, REPLY_FIRST_RULE
@@ -100,6 +100,36 @@ def test_a_failed_update_is_told_in_the_same_turn(agent, model):
     assert thread[2].status == "error"
     assert thread[-1].text == "Sorry, I could not save the dentist after all."
     assert list(todos(agent)) == ["Buy milk"]
+
+
+def never_valid(messages, tools):
+    """Extraction output that never validates: a ToDo without its task, and a repair of nothing."""
+    if "ToDo" in tools:
+        return calls(document("ToDo", solutions=["Call Oakland Dental"]))
+    return calls({"name": tools[0], "args": {"json_doc_id": "nothing"}, "id": "repair", "type": "tool_call"})
+
+
+def test_calls_that_never_validate_are_a_failed_update_told_in_the_same_turn(agent, model):
+    model.add("task_maistro", route("todo", content="Adding the dentist."), say("Sorry, the dentist did not save."))
+    model.standing["update_todos"] = never_valid
+
+    thread = turn(agent, "Remind me to book a dentist.")
+
+    assert [m.type for m in thread] == ["human", "ai", "tool", "ai"]
+    assert thread[2].status == "error" and "update failed" in thread[2].text
+    assert thread[-1].text == "Sorry, the dentist did not save." and todos(agent) == {}
+
+
+def test_a_todo_update_that_changes_nothing_is_told_in_the_same_turn(agent, model):
+    with_milk(agent)
+    model.add("task_maistro", route("todo", content="Marked the milk done."), say("Hm, I could not find that task."))
+    model.add("update_todos", calls(patch("no-such-id", replace("/status", "done"))))
+
+    thread = turn(agent, "The milk is done.")
+
+    assert [m.type for m in thread] == ["human", "ai", "tool", "ai"]
+    assert thread[2].text == "No changes were made to the ToDo list." and thread[2].status == "success"
+    assert thread[-1].text == "Hm, I could not find that task."
 
 
 def test_a_secret_kept_out_of_memory_is_told_in_the_same_turn(agent, model):

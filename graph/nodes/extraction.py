@@ -126,8 +126,11 @@ def extract_changes(
     config: RunnableConfig,
     **options: bool,
 ) -> list[MemoryChange] | None:
-    """Let trustcall patch, insert or (with `options`) delete documents of `schema`; None when extraction failed."""
+    """Let trustcall patch, insert or (with `options`) delete documents of `schema`; None when extraction failed
+    (trustcall ran out of attempts, or some of the model's calls never validated)."""
     extractor = cached_extractor(model, schema, **options)
     documents = [(key, schema.__name__, value) for key, value in existing.items()] or None
     result = run_extractor(extractor, {"messages": prompt, "existing": documents}, config)
-    return None if result is None else changes_from_extraction(result, existing, new_key)
+    if result is None or len(result["responses"]) < sum(len(message.tool_calls) for message in result["messages"]):
+        return None  # trustcall gave up, or dropped calls that never validated: not "nothing to change"
+    return changes_from_extraction(result, existing, new_key)

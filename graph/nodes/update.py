@@ -159,7 +159,14 @@ def answer_update_calls(
     """
     if secrets:
         report += SECRETS_NOT_SAVED.format(secrets=", ".join(sorted(secrets)))
-    artifact = {"kind": kind.name, "changes": [asdict(change) for change in changes], "secrets": sorted(secrets)}
+    # A collection's reply names its items, so one that changed none must hear it; so must a withheld secret.
+    tell_user = failed or bool(secrets) or (kind.collection and not changes)
+    artifact = {
+        "kind": kind.name,
+        "changes": [asdict(change) for change in changes],
+        "secrets": sorted(secrets),
+        "tell_user": tell_user,
+    }
     status = "error" if failed else "success"
     get_stream_writer()(
         {
@@ -217,6 +224,7 @@ def update_memory(
 
 def must_tell_user(answer: ToolMessage) -> bool:
     """Whether a tool answer reports what the user must hear about: the call failed (was invalid, interrupted,
-    conflicted, or its extraction unusable) or a secret was kept out of memory."""
+    conflicted, or its extraction unusable), a secret was kept out of memory, or a collection's update changed
+    nothing (a reply that named a change would claim one that did not happen)."""
     artifact = answer.artifact if isinstance(answer.artifact, dict) else {}
-    return answer.status == "error" or bool(artifact.get("secrets"))
+    return answer.status == "error" or bool(artifact.get("tell_user"))
