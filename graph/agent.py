@@ -6,6 +6,10 @@
                 ├──→ update_todos ────────┼──→ task_maistro
                 └──→ update_instructions ─┘
 
+The chat node replies in the message that routes (`reply_timing="first"`), so on the way back from the update
+nodes it ends the turn without a model call unless the reply must change (graph.nodes.chat); with
+"after_updates" it always answers there, as in the tutorial.
+
 One update node per memory kind (`graph.memory.kinds`; the drawing shows `DEFAULT_MEMORY_KINDS`): pass
 `memory_kinds=[*DEFAULT_MEMORY_KINDS, my_kind]` to add one, or set MAISTRO_MEMORY_KINDS for the server's graph.
 
