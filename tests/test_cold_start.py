@@ -36,9 +36,9 @@ def loaded_modules(tmp_path: Path, code: str) -> set[str]:
     return set(json.loads(modules_file.read_text()))
 
 
-def test_help_loads_no_langchain_langgraph_or_model_client(tmp_path):
+def test_help_loads_no_langchain_langgraph_model_client_or_memory_schemas(tmp_path):
     modules = loaded_modules(tmp_path, CLI.format(args=["--help"]))
-    heavy = {"langchain_core", "langgraph", "langgraph_sdk", "langsmith", *MODEL_CLIENTS}
+    heavy = {"langchain_core", "langgraph", "langgraph_sdk", "langsmith", "pydantic", "schemas", *MODEL_CLIENTS}
     assert "typer" in modules and not modules & heavy, sorted(modules & heavy)
 
 

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from graph.memory.kinds import INSTRUCTIONS, PROFILE, TODO, MemoryKind, UnknownKindError, kind_named
 from graph.memory.store import InvalidUserIdError, check_user_id
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
     from langgraph.store.base import BaseStore
+
+    from graph.memory.kinds import MemoryKind
 
 app = typer.Typer(
     help="Chat with an assistant that remembers your profile, ToDo list and instructions.",
@@ -183,7 +184,7 @@ def _leave_now(code: int) -> NoReturn:
     os._exit(code)
 
 
-def _show(kind: MemoryKind, user: str | None, as_json: bool, data_dir: Path | None) -> None:
+def _show(kind: "MemoryKind", user: str | None, as_json: bool, data_dir: Path | None) -> None:
     from rich.console import Console
 
     from graph.app.tables import memory_view
@@ -200,18 +201,24 @@ def _show(kind: MemoryKind, user: str | None, as_json: bool, data_dir: Path | No
 @app.command()
 def todos(user: UserOption = None, as_json: JsonOption = False, data_dir: DataDirOption = None) -> None:
     """Show the ToDo list: task, status, deadline, time to complete, solutions."""
+    from graph.memory.kinds import TODO
+
     _show(TODO, user, as_json, data_dir)
 
 
 @app.command()
 def profile(user: UserOption = None, as_json: JsonOption = False, data_dir: DataDirOption = None) -> None:
     """Show the profile: name, location, job, connections, interests."""
+    from graph.memory.kinds import PROFILE
+
     _show(PROFILE, user, as_json, data_dir)
 
 
 @app.command()
 def instructions(user: UserOption = None, as_json: JsonOption = False, data_dir: DataDirOption = None) -> None:
     """Show the instructions for writing ToDos."""
+    from graph.memory.kinds import INSTRUCTIONS
+
     _show(INSTRUCTIONS, user, as_json, data_dir)
 
 
@@ -223,6 +230,7 @@ def show(
     data_dir: DataDirOption = None,
 ) -> None:
     """Show one memory kind of a user: a table of its documents, or its text."""
+    from graph.memory.kinds import UnknownKindError, kind_named
     from graph.settings import current_settings
 
     kinds = current_settings().memory_kinds
