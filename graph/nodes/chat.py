@@ -111,7 +111,8 @@ def task_maistro(
     With `reply_timing="first"` (the default) the model replies in the same message as its UpdateMemory calls,
     so the reply streams while the update nodes run; when they are done this node makes no second model call
     if that reply stands (`reply_stands`), and the graph ends. It calls the model again when the reply had no
-    text, or an answer reports something the user must hear (a failed update, a secret not saved). With
+    text, or an answer reports something the user must hear (a failed update, a secret not saved, a ToDo
+    update that changed nothing). With
     "after_updates" (the tutorial's) the reply always comes from a model call after the updates.
 
     When the user writes after a turn that was cut short before its memory updates ran, those updates run
