@@ -220,7 +220,7 @@ def test_the_updates_stream_their_notes_as_custom_events(agent, model):
 
     by_kind = {event["kind"]: event for event in events}
     assert by_kind["profile"]["notes"] == ["Profile updated (location)"] and not by_kind["profile"]["failed"]
-    assert by_kind["todo"] == {**by_kind["todo"], "notes": [], "failed": True}
+    assert by_kind["todo"] == {**by_kind["todo"], "notes": ["ToDo list not updated: the update failed"], "failed": True}
     routing = agent.get_state(config()).values["messages"][1]
     assert {event["tool_call_id"] for event in events} == {call["id"] for call in routing.tool_calls}
 

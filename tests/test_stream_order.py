@@ -105,7 +105,7 @@ def extraction_fails(agent, script) -> tuple[str, list[str]]:
     """The ToDo extraction is refused every time (an existing item makes trustcall retry): the update fails."""
     agent.store.put(namespace(TODO, "Lance"), "swim", SWIM_ITEM)
     script.add("todo", *[CONTENT_FILTERED] * EXTRACTION_STEP_LIMIT)
-    return EXTRACTION_FAILED.format(memory="ToDo list"), []
+    return EXTRACTION_FAILED.format(memory="ToDo list"), ["ToDo list not updated: the update failed"]
 
 
 def secret_withheld(agent, script) -> tuple[str, list[str]]:
@@ -126,7 +126,7 @@ def test_an_update_the_user_must_hear_about_brings_a_second_reply_in_the_same_tu
 
     events = list(session.send("I need to book a dentist, the portal password is Swordfish42."))
 
-    assert shape(events) == ["Token", "Progress", *(["Note"] if notes else []), "Token"], events
+    assert shape(events) == ["Token", "Progress", "Note", "Token"], events
     assert replies(events) == [FIRST_REPLY, told]
     assert [event.text for event in events if isinstance(event, Note)] == notes
     follow_up = chat_requests(stub)

@@ -25,7 +25,7 @@ def _document_note(kind: MemoryKind, change: MemoryChange) -> str:
 
 def change_notes(artifact: Mapping[str, Any] | None, kinds: Sequence[MemoryKind]) -> list[str]:
     """Notes for the changes an update node reported in its ToolMessage artifact (none when nothing changed), for
-    a memory of `kinds`; a secret kept out of memory gets a note too."""
+    a memory of `kinds`; a failed update and a secret kept out of memory get a note too."""
     if not artifact:
         return []
     secrets = artifact.get("secrets") or []
@@ -39,6 +39,8 @@ def _change_notes(artifact: Mapping[str, Any], kinds: Sequence[MemoryKind]) -> l
         kind = kind_named(kinds, artifact.get("kind"))
     except UnknownKindError:
         return []
+    if artifact.get("failed"):
+        return [f"{capitalized(kind.title)} not updated: the update failed"]
     if kind.collection:
         return [_document_note(kind, change) for change in changes]
     if not changes:

@@ -165,6 +165,7 @@ def answer_update_calls(
         "kind": kind.name,
         "changes": [asdict(change) for change in changes],
         "secrets": sorted(secrets),
+        "failed": failed,
         "tell_user": tell_user,
     }
     status = "error" if failed else "success"
