@@ -15,7 +15,7 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from bench.chore_endpoint import ADD, ChoreEndpoint
+from bench.chore_endpoint import ADD, REPLY_FIRST_CONFIRMATION, ChoreEndpoint
 from graph.backends.embeddings import MultilingualEmbeddings
 from graph.memory.store import HISTORY, user_label
 from tests.support.aegra_server import aegra_instances, embedding_server, redis_server
@@ -170,3 +170,30 @@ def test_users_on_both_instances_at_once_lose_and_duplicate_no_memory(instances)
     for user in users:
         expected = [f"{user} chore {n}" for n in range(CONCURRENT_TURNS)]
         assert chores(client(instances[0], user), user) == chores(client(instances[1], user), user) == expected
+
+
+def test_a_memory_turn_answered_first_streams_the_reply_then_the_updates_note(instances, model):
+    sdk = client(instances[0], USERS[2])
+    thread_id, asked = new_thread(sdk), len(model.requests)
+    model.replies_first = True
+    try:
+        parts = list(
+            sdk.runs.stream(
+                thread_id,
+                GRAPH_ID,
+                input={"messages": [{"role": "user", "content": f"{ADD}Oil the hinges"}]},
+                stream_mode=["messages-tuple", "updates", "custom"],
+            )
+        )
+    finally:
+        model.replies_first = False
+
+    events = [part.event for part in parts]
+    reply = [part.data[0]["content"] for part in parts if part.event == "messages" and part.data[1].get("langgraph_node") == GRAPH_ID]
+    assert "".join(reply) == REPLY_FIRST_CONFIRMATION
+    first_reply = next(i for i, part in enumerate(parts) if part.event == "messages" and part.data[0].get("content"))
+    assert first_reply < events.index("custom"), "the reply streams before the update's note"
+    (custom,) = [part.data for part in parts if part.event == "custom"]
+    assert custom["memory_update"]["notes"] == ["ToDo added: Oil the hinges"] and not custom["memory_update"]["failed"]
+    assert [request.kind for request in model.requests[asked:]] == ["chat", "todo"], "no second chat call"
+    assert "Oil the hinges" in chores(sdk, USERS[2])
