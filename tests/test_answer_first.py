@@ -162,6 +162,19 @@ def test_an_invalid_call_beside_the_reply_is_told_in_the_same_turn(agent, model)
     assert list(todos(agent)) == ["Buy milk"] and len(model.calls_in("task_maistro")) == 2
 
 
+def test_the_loop_breaker_holds_when_every_reply_given_first_is_followed_by_a_failure(agent, model):
+    model.standing["task_maistro"] = lambda messages, tools: (
+        route("todo", content="Trying to save it.") if "UpdateMemory" in tools else say("I could not save it, sorry.")
+    )
+    model.standing["update_todos"] = never_valid
+
+    thread = turn(agent, "Remind me to book a dentist.")
+
+    assert_tool_calls_answered(thread)
+    assert [bool(call.tool_names) for call in model.calls_in("task_maistro")] == [True, True, True, False]
+    assert thread[-1].text == "I could not save it, sorry." and todos(agent) == {}
+
+
 def test_the_tutorial_timing_replies_after_the_updates(agent, model):
     model.add("task_maistro", route("todo", content="Let me save that."), say("Added the dentist."))
     model.add("update_todos", calls(todo(DENTIST, solutions=["Call Oakland Dental"])))
