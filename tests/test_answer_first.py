@@ -66,6 +66,7 @@ def test_two_memories_update_in_parallel_after_one_chat_call(agent, model):
 
     assert [m.type for m in thread] == ["human", "ai", "tool", "tool"]
     assert profile_of(agent)["location"] == "Oakland" and list(todos(agent)) == [DENTIST]
+    assert "Profile updated: location." in [m.text for m in thread[2:]], "the report names only what was filled in"
     assert len(model.calls_in("task_maistro")) == 1 and len(model.calls) == 3
     assert sequential_calls(model.calls) == 2, "the two extractions wait only for the chat call, not for each other"
 

@@ -46,6 +46,11 @@ _unconditional_writes = threading.Lock()
 _UNSTORABLE_IN_TEXT = re.compile("[\x00\ud800-\udfff]")
 
 
+def _filled(value: Any) -> Any:
+    """A field's value, with every kind of empty value as None."""
+    return None if value is None or value in ("", [], {}) else value
+
+
 @dataclass(frozen=True)
 class MemoryChange:
     """One change to a memory document (a `None` before means created, a `None` after means deleted)."""
@@ -56,9 +61,10 @@ class MemoryChange:
     after: dict[str, Any] | None
 
     def changed_fields(self) -> list[str]:
-        """Names of the fields whose value differs between before and after."""
+        """Names of the fields whose value differs between before and after (an empty value, None, "", [] or {},
+        is the same as a missing one: a new profile with no interests has not changed its interests)."""
         before, after = self.before or {}, self.after or {}
-        return [name for name in {**before, **after} if before.get(name) != after.get(name)]
+        return [name for name in {**before, **after} if _filled(before.get(name)) != _filled(after.get(name))]
 
 
 @dataclass(frozen=True)

@@ -47,10 +47,5 @@ def _change_notes(artifact: Mapping[str, Any], kinds: Sequence[MemoryKind]) -> l
         return []
     if kind.text:
         return [f"{capitalized(kind.title)} updated"]
-    fields = dict.fromkeys(
-        name
-        for change in changes
-        for name in change.changed_fields()
-        if (change.before or {}).get(name) or (change.after or {}).get(name)
-    )
-    return [f"{capitalized(kind.title)} updated ({', '.join(fields)})"]
+    fields = dict.fromkeys(name for change in changes for name in change.changed_fields())
+    return [f"{capitalized(kind.title)} updated ({', '.join(fields)})"] if fields else []

@@ -26,6 +26,6 @@ def report_document(request: UpdateRequest, proposed: list[MemoryChange] | None,
     memory = request.kind.title
     if proposed is None:
         return EXTRACTION_FAILED.format(memory=memory)
-    if saved:
-        return DOCUMENT_UPDATED.format(Memory=capitalized(memory), fields=", ".join(saved[0].changed_fields()))
+    if fields := saved and saved[0].changed_fields():
+        return DOCUMENT_UPDATED.format(Memory=capitalized(memory), fields=", ".join(fields))
     return DOCUMENT_UNCHANGED.format(memory=memory)
