@@ -130,7 +130,6 @@ def test_ctrl_c_during_a_turn_stops_within_a_second_and_the_next_chat_continues_
     assert [item.value["task"] for item in read_kind(agent.store, TODO, "Lance")] == ["Book swim lessons"]
 
 
-
 @pytest.mark.parametrize(
     "reply_timing, chat_replies, printed",
     [
