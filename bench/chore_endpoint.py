@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from graph.app.scripted_model import documents_in_prompt
 from graph.thread.tokens import count_text_tokens
 from prompts import REPLY_FIRST_RULE
 from tests.support.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply, tool_names
@@ -29,7 +30,6 @@ from tests.support.stub_script import kind_of, update
 ADD = "add chore: "
 MOVED = "I moved to "
 FINISHED = re.compile(r"I finished chore \((\d+)\)")
-_INSTANCE = re.compile(r'<instance id=(?P<id>\S+) schema_type="[^"]+">\n(?P<doc>.*?)\n</instance>', re.S)
 SUMMARIZER = "You keep a running summary"
 CONFIRMATION = "Done, your list is up to date."
 REPLY_FIRST_CONFIRMATION = "Sure, I'm adding that to your ToDo list now."
@@ -59,6 +59,11 @@ def prompt_tokens(request: dict) -> int:
     calls = sum(count_text_tokens(json.dumps(m.get("tool_calls"), ensure_ascii=False)) for m in messages if m.get("tool_calls"))
     tools = count_text_tokens(json.dumps(request.get("tools") or [], ensure_ascii=False))
     return texts + calls + tools + 4 * len(messages)
+
+
+def _documents(request: dict) -> dict[str, str]:
+    """The documents trustcall put into the request's prompt: their texts by id."""
+    return documents_in_prompt("\n".join(_text(m) for m in request["messages"]))
 
 
 def _latest_user_line(request: dict) -> str:
@@ -115,8 +120,7 @@ class ChoreEndpoint:
         city = _latest_user_line(request).removeprefix(MOVED).split(";")[0]
         if "Profile" in tool_names(request):
             return tool_calls_reply(("Profile", {"location": city}))
-        prompt = "\n".join(_text(m) for m in request["messages"])
-        [profile_id] = [m["id"] for m in _INSTANCE.finditer(prompt)]
+        [profile_id] = _documents(request)
         patch = {"json_doc_id": profile_id, "planned_edits": "Update the city.",
                  "patches": [{"op": "replace", "path": "/location", "value": city}]}
         return tool_calls_reply(("PatchDoc", patch))
@@ -126,8 +130,7 @@ class ChoreEndpoint:
         if ADD in line:
             return tool_calls_reply(("ToDo", {"task": line.split(ADD, 1)[1], "solutions": ["This weekend"]}))
         if found := FINISHED.search(line):
-            prompt = "\n".join(_text(m) for m in request["messages"])
-            ids = [m["id"] for m in _INSTANCE.finditer(prompt) if f"(chore {found[1]})" in m["doc"]]
+            ids = [doc_id for doc_id, doc in _documents(request).items() if f"(chore {found[1]})" in doc]
             if ids:
                 patch = {"json_doc_id": ids[0], "planned_edits": "Mark it done.",
                          "patches": [{"op": "replace", "path": "/status", "value": "done"}]}

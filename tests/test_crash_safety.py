@@ -29,7 +29,6 @@ import ast
 import os
 import queue
 import random
-import re
 import signal
 import subprocess
 import sys
@@ -44,6 +43,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.graph.state import CompiledStateGraph
 
 from graph import build_graph, close_graph
+from graph.app.scripted_model import documents_in_prompt
 from graph.app.session import ChatSession
 from graph.memory.kinds import INSTRUCTIONS, PROFILE, TODO
 from graph.memory.store import read_kind, read_text
@@ -69,7 +69,6 @@ MOST_TRIGGERS_BEFORE_KILL = 3
 FINAL_TURNS = 3
 EVENT_TIMEOUT = 60.0
 CONFIG = {"configurable": {"thread_id": THREAD, "user_id": USER}}
-INSTANCE = re.compile(r'<instance id=(?P<id>\S+) schema_type="[^"]+">\n(?P<doc>.*?)\n</instance>', re.S)
 
 
 def _message_text(message: dict) -> str:
@@ -100,7 +99,7 @@ def planned_messages(request: dict) -> list[Message]:
 def existing_documents(request: dict) -> dict[str, dict]:
     """The documents trustcall put into the prompt, by id, as a model reads them."""
     text = "\n".join(_message_text(message) for message in request["messages"])
-    return {match["id"]: ast.literal_eval(match["doc"]) for match in INSTANCE.finditer(text)}
+    return {doc_id: ast.literal_eval(doc) for doc_id, doc in documents_in_prompt(text).items()}
 
 
 def todo_reply(planned: list[Message], documents: dict[str, dict]) -> dict:

@@ -206,10 +206,14 @@ def add(path: str, value: Any) -> dict:
 _INSTANCE = re.compile(r'<instance id=(?P<id>\S+) schema_type="(?P<schema>[^"]+)">\n(?P<doc>.*?)\n</instance>', re.S)
 
 
+def documents_in_prompt(text: str) -> dict[str, str]:
+    """Document ids and texts that trustcall put into a prompt's text (`<instance id=…>` blocks)."""
+    return {match["id"]: match["doc"] for match in _INSTANCE.finditer(text)}
+
+
 def existing_ids(messages: Sequence[BaseMessage]) -> dict[str, str]:
     """Document ids and texts that trustcall put into the prompt, as a model sees them."""
-    text = "\n".join(m.text for m in messages)
-    return {match["id"]: match["doc"] for match in _INSTANCE.finditer(text)}
+    return documents_in_prompt("\n".join(m.text for m in messages))
 
 
 def doc_id_of(messages: Sequence[BaseMessage], needle: str) -> str:
