@@ -28,6 +28,7 @@ import argparse
 import asyncio
 import multiprocessing
 import random
+import shutil
 import statistics
 import tempfile
 import time
@@ -295,8 +296,11 @@ def postgres(url: str | None) -> Iterator[str]:
         yield url
         return
     directory = Path(tempfile.mkdtemp(prefix="maistro-bench-pg-"))
-    yield postgres_server.start(directory)
-    postgres_server.stop(directory)
+    try:
+        yield postgres_server.start(directory)
+    finally:
+        postgres_server.stop(directory)
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def print_row(name: str, lone: float, row: dict) -> None:
