@@ -8,6 +8,7 @@ import difflib
 import functools
 import importlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -23,6 +24,8 @@ DEFAULT_USER_ID = "default-user"
 # When the reply comes on a turn that saves memories: "first" (beside the UpdateMemory calls, while the updates
 # run) or "after_updates" (the tutorial's: a second chat call once they are done).
 REPLY_TIMINGS = ("first", "after_updates")
+# How many changes of each user's history MAISTRO_HISTORY_KEEP keeps by default: decades of daily use.
+DEFAULT_HISTORY_KEEP = 100_000
 
 
 class SettingsError(ValueError):
@@ -108,6 +111,42 @@ def _host_names(text: str) -> tuple[str, ...]:
     return names
 
 
+@dataclass(frozen=True)
+class HistoryKeep:
+    """How much of each user's history MAISTRO_HISTORY_KEEP keeps: the newest `count` changes, none older than
+    `days` (None: no limit of that sort)."""
+
+    count: int | None
+    days: float | None
+
+    def describe(self) -> str:
+        """What is kept, in words: "the 10,000 newest changes", "the last 365 days", or both."""
+        parts = [f"the {self.count:,} newest changes"] if self.count is not None else []
+        parts += [f"the last {self.days:g} days"] if self.days is not None else []
+        return " of ".join(parts) if parts else "every change"
+
+
+def _history_keep(text: Any) -> HistoryKeep:
+    if isinstance(text, HistoryKeep):
+        return text
+    count = days = None
+    for part in (piece.strip().lower() for piece in str(text).split(",")):
+        number = part.removesuffix("d")
+        try:
+            value = float(number) if part.endswith("d") else int(number)
+        except ValueError:
+            raise ValueError(
+                "give a number of changes (10000), an age in days (365d), or both (10000,365d)"
+            ) from None
+        if value <= 0:
+            raise ValueError("the number of changes and the days kept must be above 0")
+        if part.endswith("d"):
+            days = float(value)
+        else:
+            count = int(value)
+    return HistoryKeep(count, days)
+
+
 def _tokens_given(value: str | None) -> str | None:
     if value is not None and not value.strip():
         raise ValueError(
@@ -137,6 +176,9 @@ class Settings(BaseModel):
     done_todo_ttl_days: float = Field(30.0, ge=0, alias="MAISTRO_DONE_TODO_TTL_DAYS")
     ttl_sweep_minutes: float = Field(5.0, gt=0, alias="MAISTRO_TTL_SWEEP_MINUTES")
     keep_turns: int = Field(20, ge=1, alias="MAISTRO_KEEP_TURNS")
+    history_keep: Annotated[HistoryKeep, BeforeValidator(_history_keep)] = Field(
+        HistoryKeep(DEFAULT_HISTORY_KEEP, None), alias="MAISTRO_HISTORY_KEEP"
+    )
     default_user: Annotated[str, AfterValidator(_not_blank)] = Field(DEFAULT_USER_ID, alias="MAISTRO_DEFAULT_USER")
     auth_tokens: Annotated[str | None, AfterValidator(_tokens_given)] = Field(None, alias="MAISTRO_AUTH_TOKENS")
     auth_tokens_file: Annotated[str | None, AfterValidator(_tokens_given)] = Field(

@@ -14,7 +14,8 @@ transaction's snapshot at REPEATABLE READ, see `graph.backends.atomic_postgres`)
 batch writes nothing and raises `ConflictError`. Batches without conditions are LangGraph's, unchanged, and
 so is the rest of the public store API.
 
-The stores also keep the ToDo change log (`graph.backends.todo_changes`), each in its own SQL dialect.
+The stores also keep the ToDo change log (`graph.backends.todo_changes`) and read the history through an index
+of their own (`graph.backends.history_sql`), each in its own SQL dialect.
 """
 
 import json
@@ -26,6 +27,7 @@ from typing import Any
 from langgraph.store.base import Op, PutOp, Result
 from langgraph.store.sqlite import SqliteStore
 
+from graph.backends.history_sql import HISTORY_PREFIX, INDEX, PRUNED, HistorySql, history_prefix
 from graph.backends.todo_changes import FORGET_LOG, FORGETS, MIGRATIONS, PREFIX, TABLE, TodoChangeLog
 from graph.backends.todo_sql import KIND, STATEMENT, VERSION, statement_parameters
 from graph.memory.conditions import ConflictError, Unchanged
@@ -83,9 +85,21 @@ class ChunkedPuts:
             super()._batch_put_ops(put_ops[start : start + PUT_CHUNK], cur)
 
 
-class AtomicSqliteStore(TodoChangeLog, ConditionalBatches, ChunkedPuts, SqliteStore):
+# A user's history rows, for the history index (a partial index: the query names its condition too).
+_SQLITE_HISTORY = f"substr(prefix, 1, {len(HISTORY_PREFIX)}) = '{HISTORY_PREFIX}'"
+_SQLITE_HISTORY_ORDER = "json_extract(value, '$.time') DESC, json_extract(value, '$.order') DESC, key DESC"
+# The history rows retention deletes: beyond the newest :keep of their user, or dated before :cutoff.
+_SQLITE_PRUNED_ROWS = f"""SELECT prefix, key FROM (
+    SELECT prefix, key, json_extract(value, '$.time') AS time,
+    ROW_NUMBER() OVER (PARTITION BY prefix ORDER BY {_SQLITE_HISTORY_ORDER}) AS rank
+    FROM store WHERE {_SQLITE_HISTORY}
+) WHERE rank > :keep OR time < :cutoff"""
+
+
+class AtomicSqliteStore(HistorySql, TodoChangeLog, ConditionalBatches, ChunkedPuts, SqliteStore):
     """A `SqliteStore` whose batches commit when they succeed and roll back when anything in them fails, with the
-    ToDo change log in SQLite's dialect (`graph.backends.todo_changes`)."""
+    ToDo change log and the history index in SQLite's dialect (`graph.backends.todo_changes`,
+    `graph.backends.history_sql`)."""
 
     # The log stamps a row with a number that grows with every write: INSERT OR REPLACE gives the (prefix, key)
     # a new, higher `seq` (AUTOINCREMENT never reuses one).
@@ -105,7 +119,18 @@ END"""
                 for event, row in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD"))
             ),
         ),
+        (
+            f"""CREATE INDEX IF NOT EXISTS {INDEX} ON store
+(prefix, json_extract(value, '$.time'), json_extract(value, '$.order'), key) WHERE {_SQLITE_HISTORY}""",
+            f"CREATE TABLE IF NOT EXISTS {PRUNED} (prefix TEXT PRIMARY KEY, pruned INTEGER NOT NULL)",
+        ),
     )
+    HISTORY_NEWEST = f"""SELECT key, value FROM store WHERE {_SQLITE_HISTORY} AND prefix = :prefix
+ORDER BY {_SQLITE_HISTORY_ORDER} LIMIT :limit OFFSET :offset"""
+    HISTORY_COUNT = f"""SELECT (SELECT count(*) FROM store WHERE {_SQLITE_HISTORY} AND prefix = :prefix),
+(SELECT coalesce(max(pruned), 0) FROM {PRUNED} WHERE prefix = :prefix)"""
+    HISTORY_IDS = """SELECT key FROM store WHERE prefix = :prefix AND key >= :start AND key < :end
+ORDER BY key LIMIT :limit"""
     CHANGE_LOG_BACKFILL = f"""INSERT OR IGNORE INTO {TABLE} (prefix, key)
 SELECT prefix, key FROM store WHERE substr(prefix, 1, {len(PREFIX)}) = '{PREFIX}'"""
     CHANGE_LOG_PRESENT = f"""(SELECT count(*) = 5 FROM sqlite_master
@@ -187,6 +212,23 @@ OR (type = 'trigger' AND name IN ('{TABLE}_INSERT', '{TABLE}_UPDATE', '{TABLE}_D
             if deletions:
                 self._batch_put_ops(list(enumerate(deletions)), cur)
             cur.execute(FORGET_LOG.format(todo="?"), (statement_parameters(user_id)["todo"],))
+            cur.execute(f"DELETE FROM {PRUNED} WHERE prefix = ?", (history_prefix(user_id),))
+
+    def _history_rows(self, statement: str, parameters: dict[str, Any]) -> list[tuple]:
+        with self._cursor(transaction=False) as cur:
+            cur.execute(statement, parameters)
+            return cur.fetchall()
+
+    def _prune_history(self, keep: int, cutoff: str) -> None:
+        with self._cursor(begin="BEGIN IMMEDIATE") as cur:
+            cur.execute("CREATE TEMP TABLE IF NOT EXISTS maistro_history_doomed (prefix TEXT, key TEXT)")
+            cur.execute("DELETE FROM maistro_history_doomed")
+            cur.execute(f"INSERT INTO maistro_history_doomed {_SQLITE_PRUNED_ROWS}", {"keep": keep, "cutoff": cutoff})
+            cur.execute(
+                f"""INSERT INTO {PRUNED} (prefix, pruned) SELECT prefix, count(*) FROM maistro_history_doomed
+WHERE true GROUP BY prefix ON CONFLICT (prefix) DO UPDATE SET pruned = pruned + excluded.pruned"""
+            )
+            cur.execute("DELETE FROM store WHERE (prefix, key) IN (SELECT prefix, key FROM maistro_history_doomed)")
 
     def _changed_rows(self, user_id: str, position: Any) -> tuple[list[tuple], Any]:
         seen = -1 if position is None else position

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from graph.memory.conditions import ConflictError, Unchanged, checks_conditions
 from graph.memory.kinds import TODO, MemoryKind, UnknownKindError, kind_named
 from graph.memory.redaction import redact
-from graph.memory.store import HISTORY, namespace, search_all
+from graph.memory.store import HISTORY, namespace
 from graph.settings import current_settings
 from schemas import HistoryEntry
 
@@ -276,9 +276,13 @@ def readable_entry(value: Any) -> dict[str, Any] | None:
 
 
 def list_history(store: BaseStore, user_id: str) -> list[dict[str, Any]]:
-    """The user's changes, oldest first; stored values that are not history entries are left out (not deleted)."""
-    entries = [entry for item in search_all(store, namespace(HISTORY, user_id)) if (entry := readable_entry(item.value))]
-    return sorted(entries, key=lambda entry: (datetime.fromisoformat(entry["time"]), entry["order"]))
+    """The user's every change, oldest first; stored values that are not history entries are left out (not deleted).
+
+    It reads the whole history: readers that show part of it read only that (`graph.memory.history`).
+    """
+    from graph.memory.history import newest_history  # the history reader builds on this module
+
+    return newest_history(store, user_id, None)[::-1]
 
 
 def undo_change(
@@ -287,9 +291,11 @@ def undo_change(
     change_id: str | None = None,
     kinds: Sequence[MemoryKind] | None = None,
 ) -> dict[str, Any]:
-    """Revert a change (the latest when no id is given) and return the history entry recording the undo.
+    """Revert a change (the latest when no id is given; an id or its first characters) and return the history entry
+    recording the undo; it reads only that change and the history's count (`graph.memory.history`).
 
-    Raises `UnknownChangeError` when there is no such change, and `IrreversibleChangeError`, writing nothing,
+    Raises `UnknownChangeError` when there is no such change (`AmbiguousChangeError` when several ids start
+    with the characters given, `PrunedChangeError` when MAISTRO_HISTORY_KEEP may have pruned it), and `IrreversibleChangeError`, writing nothing,
     when the document the change started from does not fit its memory's schema, or its memory is not one of
     `kinds` (default: MAISTRO_MEMORY_KINDS, else the default kinds). The undo commits only if the
     document is still what it read (`record_changes`); if another writer changed it in between, the undo
@@ -312,10 +318,12 @@ def undo_change(
 
 def _undo_once(store: BaseStore, user_id: str, change_id: str | None, kinds: Sequence[MemoryKind]) -> dict[str, Any]:
     """Revert the change from the document as stored now; `ConflictError` if it changes before the commit."""
-    history = list_history(store, user_id)
-    target = next((e for e in reversed(history) if change_id in (None, e["id"])), None)
+    from graph.memory.history import find_change, history_page  # the history reader builds on this module
+
+    page = history_page(store, user_id, 0 if change_id else 1)
+    target = find_change(store, user_id, change_id) if change_id else next(iter(page.entries), None)
     if target is None:
-        raise UnknownChangeError(f"no change {change_id!r} in the history" if change_id else "the history is empty")
+        raise UnknownChangeError("the history is empty")
     try:
         kind = kind_named(kinds, target["kind"])
     except UnknownKindError:
@@ -330,6 +338,6 @@ def _undo_once(store: BaseStore, user_id: str, change_id: str | None, kinds: Seq
     current = store.get(namespace(kind, user_id), target["key"])
     action = "deleted" if restored is None else "created" if current is None else "updated"
     revert = MemoryChange(action, target["key"], current.value if current else None, restored)
-    context = ChangeContext(thread_id="", message=f"undo {target['id']}", seed=f"undo/{target['id']}/{len(history)}")
+    context = ChangeContext(thread_id="", message=f"undo {target['id']}", seed=f"undo/{target['id']}/{page.total + page.pruned}")
     (entry,) = record_changes(store, user_id, kind, [revert], context, undoes=target["id"])
     return entry
