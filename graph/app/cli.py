@@ -37,6 +37,8 @@ DataDirOption = Annotated[
     Path | None,
     typer.Option("--data-dir", help="Directory of the SQLite database (default: MAISTRO_DATA_DIR or your data dir)."),
 ]
+# How many changes `maistro history` shows unless told: a screenful.
+HISTORY_LIMIT = 20
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON (store key → value) instead of a table.")]
 
 
@@ -252,12 +254,16 @@ def export(
 
     user_id = _user(user)
     with _store(data_dir) as store:
-        text = json.dumps(export_memories(store, user_id), ensure_ascii=False, indent=2)
+        exported = export_memories(store, user_id)
+    chunks = json.JSONEncoder(ensure_ascii=False, indent=2).iterencode(exported)  # written as encoded, not joined
     if output is None:
-        typer.echo(text)
+        sys.stdout.writelines(chunks)
+        typer.echo()
         return
     try:
-        output.write_text(text + "\n", encoding="utf-8")
+        with output.open("w", encoding="utf-8") as file:
+            file.writelines(chunks)
+            file.write("\n")
     except OSError as error:
         _fail(f"Cannot write {output}: {error.strerror}.")
     typer.echo(f"Exported the memories of {user_id} to {output}.")
@@ -319,21 +325,32 @@ def forget(
 
 
 @app.command()
-def history(user: UserOption = None, as_json: JsonOption = False, data_dir: DataDirOption = None) -> None:
-    """Show every change to a user's memories, oldest first (ids for `maistro undo`)."""
+def history(
+    user: UserOption = None,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=1, help="Show the newest N changes (oldest of them first).")
+    ] = HISTORY_LIMIT,
+    every: Annotated[bool, typer.Option("--all", help="Show every change, however many.")] = False,
+    as_json: JsonOption = False,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Show the newest changes to a user's memories, oldest of them first (ids for `maistro undo`)."""
     from rich.console import Console
 
     from graph.app.tables import history_table
-    from graph.memory.changes import list_history
+    from graph.memory.history import history_page
     from graph.settings import current_settings
 
     user_id = _user(user)
     with _store(data_dir) as store:
-        entries = list_history(store, user_id)
+        page = history_page(store, user_id, None if every else limit)
+    entries = page.entries[::-1]
     if as_json:  # shaped like the "history" section of `maistro export`: store key (the change id) → entry
         typer.echo(json.dumps({entry["id"]: entry for entry in entries}, ensure_ascii=False, indent=2))
-    else:
-        Console().print(history_table(entries, user_id, current_settings().memory_kinds))
+        return
+    Console().print(history_table(entries, user_id, current_settings().memory_kinds))
+    if len(entries) < page.total and not every:
+        typer.echo(f"The {len(entries):,} newest of {page.total:,} changes; --limit N or --all shows more.")
 
 
 @app.command()
@@ -346,17 +363,21 @@ def undo(
 ) -> None:
     """Revert a change to a user's memories (the last one by default); an undo can be undone too."""
     from graph.app.tables import undo_summary
-    from graph.memory.changes import IrreversibleChangeError, UnknownChangeError, list_history, undo_change
+    from graph.memory.changes import IrreversibleChangeError, UnknownChangeError, undo_change
+    from graph.memory.history import AmbiguousChangeError, PrunedChangeError
     from graph.settings import current_settings
 
     user_id = _user(user)
     with _store(data_dir, index=True) as store:
-        matches = [e["id"] for e in list_history(store, user_id) if change and e["id"].startswith(change)]
-        if change and len(matches) != 1:
-            _fail(f"{len(matches) or 'No'} changes of {user_id} start with {change!r}; see `maistro history`.")
         try:
-            entry = undo_change(store, user_id, matches[0] if change else None)
+            entry = undo_change(store, user_id, change)
+        except AmbiguousChangeError:
+            _fail(f"More than one change of {user_id} starts with {change!r}; give more of its id (see `maistro history`).")
+        except PrunedChangeError as error:
+            _fail(f"Cannot undo for {user_id}: {error}.")
         except UnknownChangeError as error:
+            if change:
+                _fail(f"No changes of {user_id} start with {change!r}; see `maistro history`.")
             _fail(f"Nothing to undo for {user_id}: {error}.")
         except IrreversibleChangeError as error:
             _fail(f"Cannot undo for {user_id}: {error}.")

@@ -4,7 +4,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from itertools import groupby
+from itertools import groupby, takewhile
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
@@ -12,7 +12,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from graph.backends.thread_locks import ThreadLocks
 from graph.configuration import Configuration
-from graph.memory.changes import list_history
+from graph.memory.history import iter_history
 from graph.memory.kinds import MemoryKind, kind_for_update
 from graph.memory.notes import change_notes
 from graph.nodes.update import MEMORY_UPDATE_EVENT
@@ -191,11 +191,8 @@ class ChatSession:
         turn = _new_in_turn(messages) if message_saved else []
         replied = any(isinstance(message, AIMessage) and message.text.strip() for message in turn)
         started = self._turn_started.isoformat()  # history times are written the same way: UTC isoformat
-        entries = [
-            entry
-            for entry in list_history(self.graph.store, self.user_id)
-            if entry.get("thread_id") == self.thread_id and entry["time"] >= started
-        ]
+        recent = takewhile(lambda entry: entry["time"] >= started, iter_history(self.graph.store, self.user_id))
+        entries = [entry for entry in recent if entry.get("thread_id") == self.thread_id][::-1]
         notes = [
             note
             for kind, group in groupby(entries, key=lambda entry: entry["kind"])

@@ -22,8 +22,9 @@ from graph.memory.changes import UnknownChangeError, readable_entry
 from graph.memory.store import HISTORY, WHOLE_NAMESPACE, namespace
 from graph.settings import current_settings
 
-# How many entries a reader asks the store for at a time when it reads on past the first page.
-PAGE = 500
+# How many entries `iter_history` asks the store for first, and at most at a time as it reads on (4x each page).
+FIRST_PAGE = 32
+PAGE = 512
 # Where a stored value without a readable time sorts: after every entry.
 UNDATED = datetime.min.replace(tzinfo=timezone.utc)
 
@@ -97,23 +98,23 @@ def _store_items_newest_first(store: BaseStore, user_id: str) -> list[Item]:
 
 
 def iter_history(store: BaseStore, user_id: str) -> Iterator[dict[str, Any]]:
-    """The user's history entries, newest first, read page by page; stored values that are not entries are
-    left out (not deleted)."""
+    """The user's history entries, newest first, read page by page (a reader that stops early reads little);
+    stored values that are not entries are left out (not deleted)."""
     index = _index(store)
     if index is None:
         for item in _store_items_newest_first(store, user_id):
             if entry := readable_entry(item.value):
                 yield entry
         return
-    prefix, offset, seen = _prefix(user_id), 0, set()
+    prefix, offset, size, seen = _prefix(user_id), 0, FIRST_PAGE, set()
     while True:
-        rows = index.newest_history_rows(prefix, PAGE, offset)
+        rows = index.newest_history_rows(prefix, size, offset)
         page = [entry for _, value in rows if (entry := readable_entry(value)) and entry["id"] not in seen]
         yield from sorted(page, key=_newest_first_key, reverse=True)
         seen.update(entry["id"] for entry in page)  # an entry written meanwhile moves the rest down a place
-        if len(rows) < PAGE:
+        if len(rows) < size:
             return
-        offset += len(rows)
+        offset, size = offset + len(rows), min(size * 4, PAGE)
 
 
 def newest_history(store: BaseStore, user_id: str, limit: int | None) -> list[dict[str, Any]]:

@@ -8,6 +8,9 @@ does not fit its schema (written before writes were checked, or by hand) is show
 (`problem`), so that the page can show it as such and offer to delete it.
 """
 
+import hashlib
+import json
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,13 +27,14 @@ from graph.memory.changes import (
     UnknownChangeError,
     commit_changes,
     document_problem,
-    list_history,
     undo_change,
 )
+from graph.memory.history import history_page
 from graph.memory.kinds import INSTRUCTIONS, PROFILE, TODO, MemoryKind
 from graph.memory.selection import deadline_of
 from graph.memory.store import namespace, read_kind
 from graph.server.limits import MAX_STORE_VALUE_BYTES, json_size
+from graph.settings import current_settings
 
 # Where page edits say they came from, in the history.
 SOURCE = "on the memory page"
@@ -104,7 +108,7 @@ def read_memories(
     the documents of every kind the page has no panel of its own for, by kind name."""
     profile = _document(store, PROFILE, user_id)
     instructions = _document(store, INSTRUCTIONS, user_id)
-    history = list_history(store, user_id)
+    history = history_page(store, user_id, history_shown)
     return {
         "user_id": user_id,
         "profile": profile.value if profile else None,
@@ -112,8 +116,8 @@ def read_memories(
         "todos": [document_entry(TODO, item) for item in open_first(read_kind(store, TODO, user_id))],
         "instructions": instructions.value if instructions else None,
         "instructions_problem": _problem(INSTRUCTIONS, instructions),
-        "history": history[::-1][:history_shown],
-        "history_total": len(history),
+        "history": history.entries,
+        "history_total": history.total,
         "kinds": [kind_entry(kind) for kind in kinds],
         "documents": {
             kind.name: [document_entry(kind, item) for item in read_kind(store, kind, user_id)]
@@ -121,6 +125,17 @@ def read_memories(
             if kind.name not in OWN_PANELS
         },
     }
+
+
+def memories_version(store: BaseStore, user_id: str, kinds: Sequence[MemoryKind], history_shown: int) -> str:
+    """An ETag that changes whenever what `read_memories` returns may have changed, read cheaply: the history's
+    count and newest entry (every change of a memory writes one), and the TTL sweep's period (expired done ToDos
+    leave the page within MAISTRO_TTL_SWEEP_MINUTES)."""
+    history = history_page(store, user_id, 1)
+    newest = history.entries[0] if history.entries else {}
+    period = int(time.time() // (current_settings().ttl_sweep_minutes * 60))
+    parts = [user_id, [kind.name for kind in kinds], history_shown, history.total, history.pruned, newest.get("id"), period]
+    return f'"{hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:32]}"'
 
 
 def _mentions(value: dict[str, Any], words: str) -> bool:
