@@ -1,0 +1,203 @@
+"""History at the cost of what is shown: `python -m bench.history [--postgres auto|URL|off] [--entries 20000]`.
+
+Two users in one store, on SQLite and on PostgreSQL (`auto` starts a throwaway server): one with ten years of
+daily use (20,000 history entries) and one with 50, cloned from what the agent writes (a template user plays
+real turns through the graph, trustcall and `ChatOpenAI` against the zero-latency chore endpoint,
+`bench.chore_endpoint`; its history entries and ToDos are copied with new ids and times). Both users hold the
+same 50 open ToDos, so the ratios are the history's alone. Measured for each user, median wall time:
+
+- the memory page's read (`graph.server.memory_page.read_memories`, the newest 50 entries and the count), and its
+  poll when nothing changed (`memories_version`, what the endpoint compares before reading anything);
+- undo of the latest change, and of a change named by the first 8 characters of its id;
+- `maistro history` as a real CLI process (default: the 20 newest), and `maistro history --all` once;
+- a one-memory turn (add a chore) through the graph;
+- `maistro export`'s size (not a target: it holds every entry).
+
+Targets: page read, undo and the default `maistro history` at most 2x the small user's, a turn at most 1.5x.
+Left out (printed at the end): the API servers' own stores, which have no history index (the page on
+`langgraph dev` and Aegra reads the whole namespace, validating only what it shows), and a user whose list
+keeps thousands of done ToDos (the page reads every ToDo; that is the ToDo read's cost, not the history's).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from langchain_core.messages import HumanMessage
+from langgraph.store.base import PutOp
+
+from bench.chore_endpoint import ADD, ChoreEndpoint, model_environment
+from bench.run import _create_database, _database_url, _postgres, scale_messages
+from graph import build_graph, close_graph
+from graph.memory.admin import export_memories
+from graph.memory.changes import list_history, undo_change
+from graph.memory.kinds import DEFAULT_MEMORY_KINDS, TODO
+from graph.memory.store import HISTORY, namespace, read_kind
+from graph.server.memory_page import memories_version, read_memories
+
+LONG, SHORT, TEMPLATE = "ten-years", "fifty", "template"
+SHORT_ENTRIES = 50
+OPEN_TODOS = 50
+TEMPLATE_TURNS = 12
+TEN_YEARS = timedelta(days=3652)
+RUNS = 21
+CLI_RUNS = 5
+TURNS = 8
+TARGETS = {"page read": 2.0, "page poll": 2.0, "undo latest": 2.0, "undo by prefix": 2.0, "maistro history": 2.0,
+           "turn": 1.5}
+
+
+def median_ms(action: Callable[[], object], runs: int = RUNS) -> float:
+    """Median milliseconds of `runs` calls of `action` (after one warm-up call)."""
+    action()
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        action()
+        samples.append(1000 * (time.perf_counter() - started))
+    return statistics.median(samples)
+
+
+def play_template(agent) -> None:
+    """Real turns of the template user: chores added and finished, so that the agent writes its own entries."""
+    config = {"configurable": {"thread_id": TEMPLATE, "user_id": TEMPLATE}}
+    for text in scale_messages(TEMPLATE_TURNS):
+        agent.invoke({"messages": [HumanMessage(text)]}, config)
+
+
+def clone_user(agent, user_id: str, entries: int) -> None:
+    """Give `user_id` `entries` history entries copied from the template's (new ids, times spread over ten years,
+    newest now) and `OPEN_TODOS` open ToDos copied from the template's documents."""
+    template_entries = list_history(agent.store, TEMPLATE)
+    template_todo = read_kind(agent.store, TODO, TEMPLATE)[0].value
+    now = datetime.now(timezone.utc)
+    step = TEN_YEARS / max(entries, 1)
+    history = []
+    for n in range(entries):
+        entry = dict(template_entries[n % len(template_entries)])
+        entry.update(id=str(uuid.uuid4()), time=(now - step * (entries - n)).isoformat(), thread_id=f"{user_id}-{n // 20}")
+        history.append(PutOp(namespace(HISTORY, user_id), entry["id"], entry, index=False))
+    todos = [
+        PutOp(namespace(TODO, user_id), f"open-{n}", {**template_todo, "task": f"{template_todo['task']} ({n})",
+              "status": "not started"})
+        for n in range(OPEN_TODOS)
+    ]
+    agent.store.batch([*history, *todos])
+
+
+def alternating_undo(store, user_id: str, by_prefix: bool) -> Callable[[], object]:
+    """An undo of the user's latest change (each one then undoes the undo before it), or of the latest change named
+    by the first 8 characters of its id, as `maistro undo abc12345` names one."""
+    if not by_prefix:
+        return lambda: undo_change(store, user_id)
+    newest = {"entry": undo_change(store, user_id)}
+
+    def undo_named() -> None:
+        newest["entry"] = undo_change(store, user_id, newest["entry"]["id"][:8])
+
+    return undo_named
+
+
+def cli_ms(arguments: list[str], environment: dict[str, str], runs: int = CLI_RUNS) -> float:
+    """Median milliseconds of a `maistro` process run with `arguments` (its output discarded)."""
+    command = [sys.executable, "-m", "graph.app.cli", *arguments]
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run(command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        samples.append(1000 * (time.perf_counter() - started))
+    return statistics.median(samples)
+
+
+def turn_ms(agent, user_id: str) -> float:
+    """Median milliseconds of `TURNS` one-memory turns (add a chore) of the user."""
+    config = {"configurable": {"thread_id": f"{user_id}-bench", "user_id": user_id}}
+    samples = []
+    for n in range(TURNS + 1):
+        started = time.perf_counter()
+        agent.invoke({"messages": [HumanMessage(f"{ADD}Sweep the porch (bench {n})")]}, config)
+        samples.append(1000 * (time.perf_counter() - started))
+    return statistics.median(samples[1:])
+
+
+def measure(agent, environment: dict[str, str], user_id: str) -> dict[str, float]:
+    """Every figure of one user."""
+    store, kinds = agent.store, DEFAULT_MEMORY_KINDS
+    where = ["--user", user_id]
+    figures = {
+        "page read": median_ms(lambda: read_memories(store, user_id, kinds, 50)),
+        "page poll": median_ms(lambda: memories_version(store, user_id, kinds, 50)),
+        "undo latest": median_ms(alternating_undo(store, user_id, by_prefix=False)),
+        "undo by prefix": median_ms(alternating_undo(store, user_id, by_prefix=True)),
+        "maistro history": cli_ms(["history", *where], environment),
+        "maistro history --all": cli_ms(["history", *where, "--all"], environment, runs=1),
+        "turn": turn_ms(agent, user_id),
+    }
+    exported = json.dumps(export_memories(store, user_id), ensure_ascii=False, indent=2)
+    figures["export kB"] = len(exported.encode()) / 1000
+    return figures
+
+
+def run_backend(open_agent: Callable[[], object], environment: dict[str, str], entries: int) -> dict[str, dict]:
+    """Build the template and both users in one store, then measure both users."""
+    agent = open_agent()
+    try:
+        play_template(agent)
+        clone_user(agent, LONG, entries)
+        clone_user(agent, SHORT, SHORT_ENTRIES)
+        return {SHORT: measure(agent, environment, SHORT), LONG: measure(agent, environment, LONG)}
+    finally:
+        close_graph(agent)
+
+
+def print_results(results: dict[str, dict[str, dict]], entries: int) -> None:
+    """The table: each figure for both users, their ratio and its target."""
+    print(f"| figure | backend | {SHORT_ENTRIES} entries | {entries:,} entries | ratio | target |")
+    print("|---|---|---|---|---|---|")
+    for backend, users in results.items():
+        for figure, short in users[SHORT].items():
+            long = users[LONG][figure]
+            target = TARGETS.get(figure)
+            verdict = f"≤ {target}x {'met' if long / short <= target else 'MISSED'}" if target else "—"
+            unit = "" if figure.endswith("kB") else " ms"
+            print(f"| {figure} | {backend} | {short:,.1f}{unit} | {long:,.1f}{unit} | {long / short:.2f}x | {verdict} |")
+    print()
+    print("Left out: the API servers' own stores (langgraph dev's, Aegra's) have no history index; there the page")
+    print("and undo read the user's whole history namespace and validate only what they show. The users hold the")
+    print(f"same {OPEN_TODOS} open ToDos; a list of thousands of done ToDos costs the page's ToDo read, not the history.")
+
+
+def main() -> None:
+    """Build the users on SQLite and PostgreSQL, measure, print the table."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--postgres", default="auto", help="'auto' (start one), a postgresql:// URL, or 'off'")
+    parser.add_argument("--entries", type=int, default=20_000, help="history entries of the long user")
+    args = parser.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="maistro-bench-history-"))
+    endpoint = ChoreEndpoint()
+    results: dict[str, dict] = {}
+    with endpoint.start() as server, model_environment(server.base_url), _postgres(args.postgres, workdir) as admin_url:
+        sqlite_dir = workdir / "sqlite"
+        base = {**os.environ, "MAISTRO_DATABASE_URL": ""}
+        results["sqlite"] = run_backend(
+            lambda: build_graph(sqlite_dir), {**base, "MAISTRO_DATA_DIR": str(sqlite_dir)}, args.entries
+        )
+        if admin_url:
+            url = _database_url(admin_url, _create_database(admin_url, "maistro_bench_history"))
+            results["postgres"] = run_backend(
+                lambda: build_graph(database_url=url), {**base, "MAISTRO_DATABASE_URL": url}, args.entries
+            )
+    print_results(results, args.entries)
+
+
+if __name__ == "__main__":
+    main()
