@@ -3,6 +3,7 @@ InMemoryStore (the `langgraph dev` path), undo of the latest change and of an id
 --limit/--all`, retention (MAISTRO_HISTORY_KEEP) and the sentence an undo of a pruned change gets, and reads that
 validate only what they return."""
 
+import asyncio
 import json
 import random
 import uuid
@@ -247,3 +248,25 @@ def test_a_bad_history_keep_is_one_sentence(value):
     assert Settings.from_environ({"MAISTRO_HISTORY_KEEP": "10000,365d"}).history_keep.describe() == (
         "the 10,000 newest changes of the last 365 days"
     )
+
+
+def test_langgraph_postgres_stores_as_the_servers_use_them_read_only_the_page(fresh_database, validations):
+    from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
+
+    entries = newest_first(history_entries(600))
+    with PostgresStore.from_conn_string(fresh_database) as store:
+        store.setup()
+        write_history(store, entries)
+        page = history_page(store, USER, 10)
+        assert page.entries == entries[:10] and page.total == 600
+        assert find_change(store, USER, entries[-1]["id"][:8]) == entries[-1]
+    assert validations[0] <= 12, "only the page and the change found are validated"
+
+    async def on_the_servers_loop() -> None:  # Aegra's store, called from a worker thread as the page is
+        async with AsyncPostgresStore.from_conn_string(fresh_database) as store:
+            page = await asyncio.to_thread(history_page, store, USER, 5)
+            assert page.entries == entries[:5] and page.total == 600
+
+    validations[0] = 0
+    asyncio.run(on_the_servers_loop())
+    assert validations[0] == 5

@@ -102,6 +102,8 @@ WHEN (left(OLD.prefix, {len(PREFIX)}) = '{PREFIX}') EXECUTE FUNCTION {TABLE}_log
 ORDER BY {_PG_HISTORY_ORDER} LIMIT %(limit)s OFFSET %(offset)s"""
     HISTORY_COUNT = f"""SELECT (SELECT count(*) FROM store WHERE {_PG_HISTORY} AND prefix = %(prefix)s),
 (SELECT coalesce(max(pruned), 0) FROM {PRUNED} WHERE prefix = %(prefix)s)"""
+    # On a database retention has never run on (a server's store), without the table of pruned counts.
+    HISTORY_STORED_COUNT = f"SELECT count(*), 0 FROM store WHERE {_PG_HISTORY} AND prefix = %(prefix)s"
     HISTORY_IDS = f"""SELECT key FROM store WHERE {_PG_HISTORY} AND prefix = %(prefix)s
 AND key COLLATE "C" >= %(start)s AND key COLLATE "C" < %(end)s ORDER BY key COLLATE "C" LIMIT %(limit)s"""
     CHANGE_LOG_BACKFILL = f"""INSERT INTO {TABLE} (prefix, key, xid)

@@ -18,6 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from langgraph.store.base import BaseStore, GetOp, Item
 
+from graph.backends.history_sql import server_history
 from graph.memory.changes import UnknownChangeError, readable_entry
 from graph.memory.store import HISTORY, WHOLE_NAMESPACE, namespace
 from graph.settings import current_settings
@@ -68,7 +69,7 @@ class HistoryPage:
 def _index(store: BaseStore) -> HistoryIndex | None:
     if isinstance(store, HistoryIndex) and store.change_log_installed:
         return store
-    return None
+    return server_history(store)
 
 
 def _prefix(user_id: str) -> str:
