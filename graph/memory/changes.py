@@ -292,7 +292,8 @@ def undo_change(
     kinds: Sequence[MemoryKind] | None = None,
 ) -> dict[str, Any]:
     """Revert a change (the latest when no id is given; an id or its first characters) and return the history entry
-    recording the undo; it reads only that change and the history's count (`graph.memory.history`).
+    recording the undo; it reads only that change and the latest one (`graph.memory.history`). The undo's entry
+    id derives from both, so undoing the same change again once anything else changed is a change of its own.
 
     Raises `UnknownChangeError` when there is no such change (`AmbiguousChangeError` when several ids start
     with the characters given, `PrunedChangeError` when MAISTRO_HISTORY_KEEP may have pruned it), and `IrreversibleChangeError`, writing nothing,
@@ -318,10 +319,10 @@ def undo_change(
 
 def _undo_once(store: BaseStore, user_id: str, change_id: str | None, kinds: Sequence[MemoryKind]) -> dict[str, Any]:
     """Revert the change from the document as stored now; `ConflictError` if it changes before the commit."""
-    from graph.memory.history import find_change, history_page  # the history reader builds on this module
+    from graph.memory.history import find_change, latest_change  # the history reader builds on this module
 
-    page = history_page(store, user_id, 0 if change_id else 1)
-    target = find_change(store, user_id, change_id) if change_id else next(iter(page.entries), None)
+    latest = latest_change(store, user_id)
+    target = find_change(store, user_id, change_id) if change_id else latest
     if target is None:
         raise UnknownChangeError("the history is empty")
     try:
@@ -338,6 +339,6 @@ def _undo_once(store: BaseStore, user_id: str, change_id: str | None, kinds: Seq
     current = store.get(namespace(kind, user_id), target["key"])
     action = "deleted" if restored is None else "created" if current is None else "updated"
     revert = MemoryChange(action, target["key"], current.value if current else None, restored)
-    context = ChangeContext(thread_id="", message=f"undo {target['id']}", seed=f"undo/{target['id']}/{page.total + page.pruned}")
+    context = ChangeContext(thread_id="", message=f"undo {target['id']}", seed=f"undo/{target['id']}/{latest['id']}")
     (entry,) = record_changes(store, user_id, kind, [revert], context, undoes=target["id"])
     return entry

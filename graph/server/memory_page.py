@@ -29,7 +29,7 @@ from graph.memory.changes import (
     document_problem,
     undo_change,
 )
-from graph.memory.history import history_page
+from graph.memory.history import history_page, latest_change
 from graph.memory.kinds import INSTRUCTIONS, PROFILE, TODO, MemoryKind
 from graph.memory.selection import deadline_of
 from graph.memory.store import namespace, read_kind
@@ -128,13 +128,13 @@ def read_memories(
 
 
 def memories_version(store: BaseStore, user_id: str, kinds: Sequence[MemoryKind], history_shown: int) -> str:
-    """An ETag that changes whenever what `read_memories` returns may have changed, read cheaply: the history's
-    count and newest entry (every change of a memory writes one), and the TTL sweep's period (expired done ToDos
-    leave the page within MAISTRO_TTL_SWEEP_MINUTES)."""
-    history = history_page(store, user_id, 1)
-    newest = history.entries[0] if history.entries else {}
+    """An ETag that changes whenever what `read_memories` returns may have changed, read at a cost that does not
+    grow with the history: its newest entry (every change of a memory writes one, newer than the rest) and the TTL
+    sweep's period, so that what no change records shows within MAISTRO_TTL_SWEEP_MINUTES: done ToDos that
+    expired, and history entries imported without a change of a document (the page's count)."""
+    newest = latest_change(store, user_id) or {}
     period = int(time.time() // (current_settings().ttl_sweep_minutes * 60))
-    parts = [user_id, [kind.name for kind in kinds], history_shown, history.total, history.pruned, newest.get("id"), period]
+    parts = [user_id, [kind.name for kind in kinds], history_shown, newest.get("id"), period]
     return f'"{hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:32]}"'
 
 
