@@ -13,8 +13,9 @@ from psycopg import Cursor, IsolationLevel
 from psycopg.errors import DeadlockDetected, SerializationFailure
 from psycopg.rows import dict_row, tuple_row
 
+from graph.backends import history_postgres
 from graph.backends.atomic import ChunkedPuts, ConditionalBatches, prefix_of
-from graph.backends.history_sql import HISTORY_PREFIX, INDEX, PRUNED, HistorySql, history_prefix
+from graph.backends.history_sql import PRUNED, HistorySql, history_prefix
 from graph.backends.todo_changes import FORGET_LOG, FORGETS, MIGRATIONS, PREFIX, TABLE, TodoChangeLog
 from graph.backends.todo_sql import CREATED_AT, KIND, STATEMENT, VERSION, statement_parameters
 from graph.memory.conditions import ConflictError, Unchanged
@@ -37,21 +38,6 @@ def setup_lock(conn: Any) -> Iterator[None]:
         yield
     finally:
         conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))
-# A user's history rows, for the history index (a partial index: the query names its condition too). Times are
-# compared byte by byte (COLLATE "C"): a locale's collation may skip the punctuation of an ISO time.
-_PG_HISTORY = f"left(prefix, {len(HISTORY_PREFIX)}) = '{HISTORY_PREFIX}'"
-_PG_HISTORY_ORDER = """(value->>'time') COLLATE "C" DESC, value->'order' DESC, key DESC"""
-_PG_PRUNE = f"""WITH ranked AS (
-    SELECT prefix, key, (value->>'time') COLLATE "C" AS time,
-    row_number() OVER (PARTITION BY prefix ORDER BY {_PG_HISTORY_ORDER}) AS rank
-    FROM store WHERE {_PG_HISTORY}
-), doomed AS (
-    DELETE FROM store USING ranked WHERE store.prefix = ranked.prefix AND store.key = ranked.key
-    AND (ranked.rank > %(keep)s OR ranked.time < %(cutoff)s)
-    RETURNING store.prefix
-)
-INSERT INTO {PRUNED} (prefix, pruned) SELECT prefix, count(*) FROM doomed GROUP BY prefix
-ON CONFLICT (prefix) DO UPDATE SET pruned = {PRUNED}.pruned + EXCLUDED.pruned"""
 
 
 class AtomicPostgresStore(HistorySql, TodoChangeLog, ConditionalBatches, ChunkedPuts, PostgresStore):
@@ -91,21 +77,9 @@ WHEN (left(NEW.prefix, {len(PREFIX)}) = '{PREFIX}') EXECUTE FUNCTION {TABLE}_log
             f"""CREATE TRIGGER {TABLE}_deleted AFTER DELETE ON store FOR EACH ROW
 WHEN (left(OLD.prefix, {len(PREFIX)}) = '{PREFIX}') EXECUTE FUNCTION {TABLE}_log()""",
         ),
-        (
-            f"""CREATE INDEX IF NOT EXISTS {INDEX} ON store
-(prefix, (value->>'time') COLLATE "C", (value->'order'), key) WHERE {_PG_HISTORY}""",
-            f"""CREATE INDEX IF NOT EXISTS {INDEX}_ids ON store (prefix, key COLLATE "C") WHERE {_PG_HISTORY}""",
-            f"CREATE TABLE IF NOT EXISTS {PRUNED} (prefix text PRIMARY KEY, pruned bigint NOT NULL)",
-        ),
+        history_postgres.MIGRATION,
     )
-    HISTORY_NEWEST = f"""SELECT key, value::text FROM store WHERE {_PG_HISTORY} AND prefix = %(prefix)s
-ORDER BY {_PG_HISTORY_ORDER} LIMIT %(limit)s OFFSET %(offset)s"""
-    HISTORY_COUNT = f"""SELECT (SELECT count(*) FROM store WHERE {_PG_HISTORY} AND prefix = %(prefix)s),
-(SELECT coalesce(max(pruned), 0) FROM {PRUNED} WHERE prefix = %(prefix)s)"""
-    # On a database retention has never run on (a server's store), without the table of pruned counts.
-    HISTORY_STORED_COUNT = f"SELECT count(*), 0 FROM store WHERE {_PG_HISTORY} AND prefix = %(prefix)s"
-    HISTORY_IDS = f"""SELECT key FROM store WHERE {_PG_HISTORY} AND prefix = %(prefix)s
-AND key COLLATE "C" >= %(start)s AND key COLLATE "C" < %(end)s ORDER BY key COLLATE "C" LIMIT %(limit)s"""
+    HISTORY_NEWEST, HISTORY_COUNT, HISTORY_IDS = history_postgres.NEWEST, history_postgres.COUNT, history_postgres.IDS
     CHANGE_LOG_BACKFILL = f"""INSERT INTO {TABLE} (prefix, key, xid)
 SELECT prefix, key, pg_current_xact_id() FROM store WHERE left(prefix, {len(PREFIX)}) = '{PREFIX}'
 ON CONFLICT (prefix, key) DO NOTHING"""
@@ -206,7 +180,7 @@ SELECT 'mark', NULL, pg_snapshot_xmin(pg_current_snapshot())::text, NULL, NOW(),
 
     def _prune_history(self, keep: int, cutoff: str) -> None:
         with self._cursor(pipeline=True) as cur:  # one transaction (the store has no pipeline mode)
-            cur.execute(_PG_PRUNE, {"keep": keep, "cutoff": cutoff})
+            cur.execute(history_postgres.PRUNE, {"keep": keep, "cutoff": cutoff})
 
     def _changed_rows(self, user_id: str, position: Any) -> tuple[list[tuple], Any]:
         seen, expired_after = position if position is not None else ("0", "infinity")

@@ -96,12 +96,3 @@ class HistorySql:
             self.prune_history()
         return deleted
 
-
-def server_history(store: Any) -> Any:
-    """The history statements for LangGraph's own PostgreSQL stores (`graph.backends.history_postgres`); None for
-    any other store (it is read through the `BaseStore` API)."""
-    if not type(store).__module__.startswith("langgraph.store.postgres"):
-        return None
-    from graph.backends.history_postgres import PostgresServerHistory
-
-    return PostgresServerHistory(store)

@@ -27,6 +27,8 @@ from langgraph.store.base import BaseStore, GetOp, PutOp
 from pydantic import ValidationError
 
 from graph.memory.conditions import ConflictError, Unchanged, checks_conditions
+from graph.memory.entries import UnknownChangeError, readable_entry
+from graph.memory.history import find_change, latest_change, newest_history
 from graph.memory.kinds import TODO, MemoryKind, UnknownKindError, kind_named
 from graph.memory.redaction import redact
 from graph.memory.store import HISTORY, namespace
@@ -36,8 +38,6 @@ from schemas import HistoryEntry
 ENTRY_NAMESPACE = uuid.UUID("0b8f6f5e-6a53-4b8e-9d0c-7c1e9a3d2f41")
 CLOSED_STATUSES = ("done", "archived")
 MINUTES_PER_DAY = 24 * 60
-# What older or hand-made history entries lacking these fields are read with.
-ENTRY_DEFAULTS = {"order": 0, "thread_id": "", "message": ""}
 # How many history entries of one seed `committed_changes` asks for in one batch.
 ENTRIES_PER_LOOKUP = 32
 # Serialises the compare-and-write of stores that cannot check conditions themselves, within this process.
@@ -74,10 +74,6 @@ class ChangeContext:
     thread_id: str
     message: str
     seed: str
-
-
-class UnknownChangeError(LookupError):
-    """There is no change with that id (or no change at all) in the user's history."""
 
 
 class IrreversibleChangeError(ValueError):
@@ -257,31 +253,11 @@ def commit_changes(
     return saved, secrets
 
 
-def readable_entry(value: Any) -> dict[str, Any] | None:
-    """A stored history entry as the history shows it, or None when it is not one.
-
-    Entries this project wrote are complete. A hand-made one (or one imported before imports were checked)
-    may lack `order`, `thread_id` or `message` (read as 0, "", "") or carry unknown fields (left out).
-    """
-    if not isinstance(value, dict):
-        return None
-    entry = {name: item for name, item in value.items() if name in HistoryEntry.model_fields}
-    for name, default in ENTRY_DEFAULTS.items():
-        entry.setdefault(name, default)
-    try:
-        HistoryEntry.model_validate(entry)
-    except ValidationError:
-        return None
-    return entry
-
-
 def list_history(store: BaseStore, user_id: str) -> list[dict[str, Any]]:
     """The user's every change, oldest first; stored values that are not history entries are left out (not deleted).
 
     It reads the whole history: readers that show part of it read only that (`graph.memory.history`).
     """
-    from graph.memory.history import newest_history  # the history reader builds on this module
-
     return newest_history(store, user_id, None)[::-1]
 
 
@@ -319,8 +295,6 @@ def undo_change(
 
 def _undo_once(store: BaseStore, user_id: str, change_id: str | None, kinds: Sequence[MemoryKind]) -> dict[str, Any]:
     """Revert the change from the document as stored now; `ConflictError` if it changes before the commit."""
-    from graph.memory.history import find_change, latest_change  # the history reader builds on this module
-
     latest = latest_change(store, user_id)
     target = find_change(store, user_id, change_id) if change_id else latest
     if target is None:

@@ -3,23 +3,23 @@
 Every reader of the history goes through here: the memory page, undo, `maistro history`, the chat session
 and export. On this project's SQL stores an index orders the entries by time, newest first
 (`graph.backends.history_sql`): a page of N entries reads N rows and validates N entries, whatever the
-history's length, an id or id prefix is found through the keys, and the count is one statement. Any other
-store (the `langgraph dev` server's own, Aegra's, a plain `InMemoryStore`) has no such order, so the reader
-reads its history namespace through the `BaseStore` API, orders the stored values by their time and still
-validates only the entries it returns.
+history's length, an id or id prefix is found through the keys, and the count is one statement. LangGraph's own
+PostgreSQL stores (Aegra's) get the same statements once the backends register a finder for them
+(`register_index_finder`, `graph.backends.history_postgres`). Any other store (the `langgraph dev` server's
+own, a plain `InMemoryStore`) has no such order, so the reader reads its history namespace through the
+`BaseStore` API, orders the stored values by their time and still validates only the entries it returns.
 
 Entries come newest first, by time, then by their `order` among changes written together.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol, runtime_checkable
 
 from langgraph.store.base import BaseStore, GetOp, Item
 
-from graph.backends.history_sql import server_history
-from graph.memory.changes import UnknownChangeError, readable_entry
+from graph.memory.entries import UnknownChangeError, readable_entry
 from graph.memory.store import HISTORY, WHOLE_NAMESPACE, namespace
 from graph.settings import current_settings
 
@@ -66,10 +66,21 @@ class HistoryPage:
     pruned: int = 0
 
 
+# Finders of a history index for stores that keep none themselves (LangGraph's own PostgreSQL stores, Aegra's
+# among them): each returns one for the stores it knows, else None (`graph.backends.history_postgres`).
+_index_finders: list[Callable[[BaseStore], HistoryIndex | None]] = []
+
+
+def register_index_finder(finder: Callable[[BaseStore], HistoryIndex | None]) -> None:
+    """Read the history of the stores `finder` knows through the index it returns for them."""
+    if finder not in _index_finders:
+        _index_finders.append(finder)
+
+
 def _index(store: BaseStore) -> HistoryIndex | None:
     if isinstance(store, HistoryIndex) and store.change_log_installed:
         return store
-    return server_history(store)
+    return next((index for finder in _index_finders if (index := finder(store)) is not None), None)
 
 
 def _prefix(user_id: str) -> str:

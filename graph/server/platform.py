@@ -12,7 +12,8 @@ Aegra (`aegra serve`). Everything else in `graph.server` is written once and ask
   label: aegra.json maps each memory kind to the `user_label` the auth handler returns, so that the SDK reaches
   exactly the namespaces the graph writes.
 - Run requests: langgraph-api passes the run's input under `kwargs`; Aegra passes the request body itself.
-- The store, and `/info`: each server's own, from its own module.
+- The store, and `/info`: each server's own, from its own module; on Aegra (LangGraph's `AsyncPostgresStore`) the history
+  is read with SQL (`graph.backends.history_postgres`).
 """
 
 from __future__ import annotations
@@ -73,6 +74,9 @@ async def server_store() -> BaseStore:
     if server_kind() == AEGRA:
         from aegra_api.core.database import db_manager
 
+        from graph.backends.history_postgres import read_langgraph_stores_through_sql
+
+        read_langgraph_stores_through_sql()  # Aegra's store is LangGraph's AsyncPostgresStore: read the history by SQL
         return db_manager.get_store()
     from langgraph_api.store import get_store
 
