@@ -56,8 +56,17 @@ DOCUMENT_LIMITS = {
     "query": MAX_TEXT_BYTES,
     "checkpoint": MAX_TEXT_BYTES,
 }
-# Envelope fields naming one thing, at most `MAX_NAME_CHARACTERS` long.
-NAME_FIELDS = ("key", "name", "graph_id", "assistant_id", "thread_id", "checkpoint_id", "checkpoint_ns", "as_node")
+# Envelope fields naming one thing, at most `MAX_NAME_CHARACTERS` long, and what they name.
+NAME_FIELDS = {
+    "key": "The store key",
+    "name": "The name",
+    "graph_id": "The graph id",
+    "assistant_id": "The assistant id",
+    "thread_id": "The thread id",
+    "checkpoint_id": "The checkpoint id",
+    "checkpoint_ns": "The checkpoint namespace",
+    "as_node": "The node name",
+}
 NAMESPACE_FIELDS = ("namespace", "namespace_prefix", "namespace_suffix", "prefix", "suffix")
 # Fields whose value is the graph's input: it must carry a user message.
 RUN_INPUT_FIELDS = ("input", "arguments")
@@ -164,7 +173,7 @@ def _check_fields(fields: dict[str, Any]) -> None:
         if field in DOCUMENT_LIMITS:
             limit = DOCUMENT_LIMITS[field]
         elif field in NAME_FIELDS:
-            _check_name(f"The request's {field!r}", value)
+            _check_name(NAME_FIELDS[field], value)
             continue
         elif field in NAMESPACE_FIELDS:
             _check_list(field, value, MAX_NAMESPACE_LABELS, "label")
