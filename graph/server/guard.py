@@ -153,10 +153,13 @@ def socket_peer(scope: Scope, receive: Receive) -> str:
 
 
 def _within(address: str, networks: tuple[Network, ...]) -> bool:
+    """Whether `address` is in one of `networks` (an IPv4 peer of a dual-stack socket, `::ffff:a.b.c.d`, as IPv4)."""
     try:
-        return any(ipaddress.ip_address(address) in network for network in networks)
+        parsed = ipaddress.ip_address(address)
     except ValueError:
         return False
+    parsed = getattr(parsed, "ipv4_mapped", None) or parsed
+    return any(parsed in network for network in networks)
 
 
 def client_address(peer: str, forwarded_for: list[str], proxies: tuple[Network, ...]) -> str:

@@ -8,6 +8,7 @@ message (a thread left in error). One server of each kind runs for the module wi
 limit; every test that counts wrong tokens sends them from a loopback address of its own.
 """
 
+import asyncio
 import ipaddress
 import json
 import uuid
@@ -15,8 +16,10 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from langgraph_sdk import get_sync_client
+from langgraph_sdk import Auth, get_sync_client
+from starlette.datastructures import Headers
 
+from graph.server import auth as server_auth
 from graph.server.guard import client_address
 from graph.server.limits import MAX_RUN_INPUT_BYTES, RequestRefused, check_body
 from graph.settings import Settings, SettingsError
@@ -83,9 +86,23 @@ def test_forwarded_for_is_believed_only_from_a_trusted_proxy():
     assert client_address("10.1.1.1", ["1.2.3.4"], networks) == "1.2.3.4"
     assert client_address("10.1.1.1", ["6.6.6.6, 1.2.3.4", "192.168.1.7"], networks) == "1.2.3.4"
     assert client_address("10.1.1.1", [], networks) == "10.1.1.1"
+    assert client_address("::ffff:10.1.1.1", ["1.2.3.4"], networks) == "1.2.3.4", "a dual-stack socket's IPv4 peer"
     assert client_address("127.0.0.1", ["1.2.3.4"], ()) == "127.0.0.1"
     with pytest.raises(SettingsError, match="MAISTRO_TRUSTED_PROXIES='nginx' is invalid: 'nginx' is not an IP"):
         Settings.from_environ({"MAISTRO_TRUSTED_PROXIES": "nginx"})
+
+
+def test_every_reader_of_a_credential_refuses_a_repeated_header(monkeypatch):
+    monkeypatch.setattr(server_auth, "TOKENS", {TOKENS[ALICE]: ALICE})
+    raw = [(b"x-api-key", b"guess-0000000000000000"), (b"x-api-key", TOKENS[ALICE].encode())]
+    for headers in (raw, Headers(raw=raw), [(b"authorization", b"Bearer a"), (b"Authorization", b"Bearer b")]):
+        with pytest.raises(server_auth.RepeatedCredentialError):
+            server_auth.presented_token(headers)
+    with pytest.raises(Auth.exceptions.HTTPException) as refused:
+        asyncio.run(server_auth.authenticate(Headers(raw=raw)))
+    assert refused.value.status_code == 400
+    single = [(b"authorization", f"Bearer {TOKENS[ALICE]}".encode()), (b"x-api-key", b"guess-0000000000000000")]
+    assert {server_auth.presented_token(form) for form in (single, Headers(raw=single), dict(single))} == {TOKENS[ALICE]}
 
 
 @pytest.mark.parametrize(
