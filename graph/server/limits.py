@@ -187,6 +187,8 @@ def _check_fields(fields: dict[str, Any]) -> None:
             raise too_large(f"The request's {field!r}", size, limit)
     for field in RUN_INPUT_FIELDS:
         check_run_input(field, fields.get(field))
+    if isinstance(fields.get("message"), dict) and isinstance(fields["message"].get("parts"), list):
+        check_run_input("A2A message", a2a_run_input(fields["message"]))
 
 
 def check_run_input(field: str, run_input: Any) -> None:
@@ -199,6 +201,18 @@ def check_run_input(field: str, run_input: Any) -> None:
         raise RequestRefused(
             400, f"The run's {field} holds no user message; send {{\"messages\": [{{\"role\": \"user\", \"content\": ...}}]}}."
         )
+
+
+def a2a_run_input(message: dict[str, Any]) -> dict[str, Any]:
+    """The run input langgraph-api builds from an A2A message: its text and file parts as one message (a user
+    message when the A2A role is `user`), then every data part's object merged over it."""
+    parts = [part for part in message["parts"] if isinstance(part, dict)]
+    role = "user" if message.get("role") == "user" else "assistant"
+    run_input: dict[str, Any] = {"messages": [{"role": role}]} if any("text" in p or "file" in p for p in parts) else {}
+    for part in parts:
+        if isinstance(part.get("data"), dict):
+            run_input.update(part["data"])
+    return run_input
 
 
 def _is_user_message(message: Any) -> bool:

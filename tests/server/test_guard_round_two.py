@@ -41,6 +41,11 @@ def user_says(text: str) -> dict:
     return {"messages": [{"role": "user", "content": text}]}
 
 
+def a2a_message(*parts: dict, text: str = "Hi") -> dict:
+    """An A2A user message: a text part, then `parts`."""
+    return {"role": "user", "parts": [{"kind": "text", "text": text}, *parts], "messageId": str(uuid.uuid4())}
+
+
 def alice() -> dict[str, str]:
     """Alice's valid token."""
     return {"X-Api-Key": TOKENS[ALICE]}
@@ -115,6 +120,9 @@ def test_every_reader_of_a_credential_refuses_a_repeated_header(monkeypatch):
         (b'{"metadata": {"n": 1e999999}}', "not finite"),
         (json.dumps({"input": {"messages": []}}).encode(), "holds no user message"),
         (json.dumps({"id": 1, "method": "run.start", "params": {"assistant_id": GRAPH_ID, "input": {}}}).encode(), "no user message"),
+        (json.dumps({"method": "tools/call", "params": {"name": GRAPH_ID, "arguments": {"messages": []}}}).encode(), "arguments holds no"),
+        (json.dumps({"method": "message/send", "params": {"message": a2a_message({"kind": "data", "data": {"messages": []}})}}).encode(), "A2A"),
+        (json.dumps({"method": "message/send", "params": {"message": {**a2a_message(), "role": "agent"}}}).encode(), "A2A"),
     ],
 )
 def test_bad_text_numbers_and_runs_without_a_user_message_are_a_400(body, words):
@@ -126,6 +134,7 @@ def test_bad_text_numbers_and_runs_without_a_user_message_are_a_400(body, words)
 def test_a_user_message_in_any_form_langchain_reads_passes():
     for messages in ("Hi", [("user", "Hi")], [{"type": "human", "content": "Hi"}], [{"role": "assistant", "content": "?"}, {"role": "user", "content": "Hi"}]):
         check_body(json.dumps({"input": {"messages": messages}}).encode())
+    check_body(json.dumps({"method": "message/send", "params": {"message": a2a_message({"kind": "data", "data": {"x": 1}})}}).encode())
     check_body(json.dumps({"input": None, "command": {"resume": "yes"}}).encode())
 
 
@@ -150,7 +159,7 @@ def test_a_guess_beside_a_valid_key_is_counted_and_refused_everywhere(server):
 
 def test_every_run_path_takes_the_same_input_limit_and_stores_nothing(server, thread_id):
     big = user_says(OVERSIZED)
-    message = {"role": "user", "parts": [{"kind": "text", "text": OVERSIZED}], "messageId": str(uuid.uuid4())}
+    message = a2a_message(text=OVERSIZED)
     attempts = {
         "thread run": (f"/threads/{thread_id}/runs", {"assistant_id": GRAPH_ID, "input": big}),
         "thread run stream": (f"/threads/{thread_id}/runs/stream", {"assistant_id": GRAPH_ID, "input": big}),
@@ -223,6 +232,9 @@ def test_a_run_without_a_user_message_is_a_400_and_the_thread_stays_usable(serve
             (f"/threads/{thread_id}/runs/wait", {"assistant_id": GRAPH_ID, "input": run_input}),
             ("/runs/wait", {"assistant_id": GRAPH_ID, "input": run_input}),
             (f"/threads/{thread_id}/commands", {"id": 5, "method": "run.start", "params": {"assistant_id": GRAPH_ID, "input": run_input}}),
+            ("/mcp", {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": GRAPH_ID, "arguments": run_input}}),
+            # A2A merges a data part over the message its text parts make: `{"messages": []}` empties it.
+            (f"/a2a/{GRAPH_ID}", {"jsonrpc": "2.0", "id": 7, "method": "message/send", "params": {"message": a2a_message({"kind": "data", "data": {**run_input, "messages": []}})}}),
         ):
             response = httpx.post(f"{server}{path}", json=body, headers=alice(), timeout=30)
             assert response.status_code == 400, (path, run_input, response.status_code, response.text[:200])
