@@ -153,3 +153,28 @@ def test_openai_embeddings_work_offline_against_a_compatible_endpoint(tmp_path, 
     assert endpoint.requests == 2
     assert search_all(agent.store, (index_outage.UNINDEXED,)) == []
     close_graph(agent)
+
+
+def test_maistro_reindex_indexes_what_an_outage_left_unindexed(tmp_path, endpoint, monkeypatch):
+    from typer.testing import CliRunner
+
+    from graph import open_store
+    from graph.app.cli import app
+
+    monkeypatch.setenv("MAISTRO_EMBEDDINGS", "openai")
+    with open_store(tmp_path) as store:
+        changes = [MemoryChange("created", task, None, chore(task)) for task in (SWIM, BILL)]
+        commit_changes(store, "Lance", TODO_KIND, changes, ChangeContext(thread_id="t", message="m", seed="two"))
+    runner = CliRunner()
+
+    still_down = runner.invoke(app, ["reindex", "--data-dir", str(tmp_path)])
+    endpoint.start()
+    back = runner.invoke(app, ["reindex", "--data-dir", str(tmp_path)])
+
+    assert (still_down.exit_code, still_down.output.splitlines()[-1]) == (
+        1, "2 memories still wait: the semantic index is still unavailable."
+    )
+    assert (back.exit_code, back.output) == (0, "Indexed 2 memories saved while the semantic index was unavailable.\n")
+    with open_store(tmp_path) as store:
+        assert found_by_meaning(store, "Lance", SWIM_QUESTION) == [SWIM]
+        assert found_by_meaning(store, "Lance", "power company invoice") == [BILL]

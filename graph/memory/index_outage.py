@@ -138,6 +138,11 @@ def reindex(store: BaseStore, markers: tuple[str, ...] = (UNINDEXED,)) -> int:
     return indexed
 
 
+def waiting(store: BaseStore) -> int:
+    """How many items, of every user, wait to be indexed again."""
+    return len(search_all(store, (UNINDEXED,)))
+
+
 def search_by_meaning(store: BaseStore, namespace: tuple[str, ...], query: str, limit: int) -> list[Item]:
     """`store.search(namespace, query=query, limit=limit)`, or no items while the semantic index fails.
 
