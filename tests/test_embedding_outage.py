@@ -20,7 +20,9 @@ from graph.memory.kinds import TODO as TODO_KIND
 from graph.memory.store import HISTORY, namespace, search_all
 from tests.support.embedding_stub import EmbeddingStub
 from tests.support.helpers import chore, profile_of, todos, turn
+from tests.support.openai_stub import text_reply, tool_calls_reply
 from tests.support.stored_names import TODO
+from tests.support.stub_script import update
 
 SWIM = "Book swim lessons for my daughter"
 BILL = "Pay the electricity bill"
@@ -178,3 +180,24 @@ def test_maistro_reindex_indexes_what_an_outage_left_unindexed(tmp_path, endpoin
     with open_store(tmp_path) as store:
         assert found_by_meaning(store, "Lance", SWIM_QUESTION) == [SWIM]
         assert found_by_meaning(store, "Lance", "power company invoice") == [BILL]
+
+
+def test_maistro_chat_saves_the_first_turn_when_the_endpoint_has_no_embeddings(stub, script, monkeypatch, caplog):
+    """The issue's first turn: `maistro chat` with MAISTRO_EMBEDDINGS=openai on an endpoint that serves chat only."""
+    from typer.testing import CliRunner
+
+    from graph import open_store
+    from graph.app.cli import app
+
+    monkeypatch.setenv("MAISTRO_EMBEDDINGS", "openai")
+    script.add("chat", update("todo"), text_reply("I added the swim lessons."))
+    script.add("todo", tool_calls_reply(("ToDo", {"task": SWIM, "solutions": ["Call the community pool"]})))
+
+    with caplog.at_level(logging.INFO):
+        result = CliRunner().invoke(app, ["chat", "--user", "Lance"], input=f"{SWIM}\n")
+
+    assert (result.exit_code, result.stdout.splitlines()) == (0, [f"✎ ToDo added: {SWIM}", "I added the swim lessons."])
+    (line,) = outage_lines(caplog)
+    assert line.getMessage().startswith("The semantic index is unavailable (NotFoundError: Error code: 404")
+    with open_store() as store:
+        assert [item.value["task"] for item in search_all(store, namespace(TODO, "Lance"))] == [SWIM]
