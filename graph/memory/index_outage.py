@@ -9,7 +9,8 @@ then writes the same batch again without the index, plus a marker for every item
 rank by their other signals. The log says once that the index is down, and once that it is back.
 
 Marked items are indexed again (written once more, unchanged, with their index) after the next write of the
-same user that the index accepts, and by `reindex` (`maistro reindex`) for every user.
+same user that the index accepts (which looks for the user's markers: one read more per write, on stores with an
+index), and by `reindex` (`maistro reindex`) for every user.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 
 UNINDEXED = "unindexed"
 MAX_REASON_CHARS = 200
+_UNKNOWN = object()
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +71,11 @@ def _indexed(put: PutOp) -> bool:
     return put.value is not None and put.index is not False
 
 
+def _may_index(store: BaseStore) -> bool:
+    # LangGraph's stores say None when they have no index; a server's wrapper of its store (langgraph dev's) says nothing.
+    return getattr(store, "index_config", _UNKNOWN) is not None
+
+
 def _marker_namespace(item_namespace: tuple[str, ...]) -> tuple[str, ...]:
     return (UNINDEXED, *item_namespace[1:])
 
@@ -88,7 +95,7 @@ def write_saving_unindexed(store: BaseStore, conditions: Sequence[Unchanged], pu
 
     A batch that fails again without the index raises that second error: the store itself failed, not its index.
     """
-    indexed = [put for put in puts if _indexed(put)]
+    indexed = [put for put in puts if _indexed(put)] if _may_index(store) else []
     if not indexed:
         write_unless_changed(store, conditions, puts)
         return
