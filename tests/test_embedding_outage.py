@@ -18,6 +18,7 @@ from graph.memory.changes import ChangeContext, MemoryChange, commit_changes
 from graph.memory.context import select_todos
 from graph.memory.kinds import TODO as TODO_KIND
 from graph.memory.store import HISTORY, namespace, search_all
+from graph.server.memory_page import search_todos
 from tests.support.embedding_stub import EmbeddingStub
 from tests.support.helpers import chore, profile_of, todos, turn
 from tests.support.openai_stub import text_reply, tool_calls_reply
@@ -120,8 +121,10 @@ def test_searches_rank_by_words_while_the_index_fails(storage, endpoint, caplog)
 
     with caplog.at_level(logging.INFO):
         shown = select_todos(agent.store, "Lance", "Did I renew my passport?", limit=4).items
+        page = search_todos(agent.store, "Lance", "passport", limit=3)
 
     assert "Renew passport" in [item.value["task"] for item in shown]
+    assert (page["semantic"], [todo["value"]["task"] for todo in page["todos"]]) == (False, ["Renew passport"])
     assert len(outage_lines(caplog)) == 1
     close_graph(agent)
 
