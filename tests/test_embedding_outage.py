@@ -9,7 +9,6 @@ import logging
 import pytest
 import tiktoken
 from langchain_openai import OpenAIEmbeddings
-from requests.exceptions import ConnectionError as DownloadError
 
 from graph import build_graph, close_graph
 from graph.app.scripted_model import ScriptedChatModel, calls, profile, route, say, todo
@@ -41,7 +40,7 @@ def offline_tokenizer(monkeypatch):
     """tiktoken cannot fetch its encodings, as on a machine without internet."""
 
     def download(*_args, **_kwargs):
-        raise DownloadError("HTTPSConnectionPool(host='openaipublic.blob.core.windows.net'): Name resolution failed")
+        raise ConnectionError("HTTPSConnectionPool(host='openaipublic.blob.core.windows.net'): Name resolution failed")
 
     monkeypatch.setattr(tiktoken, "get_encoding", download)
     monkeypatch.setattr(tiktoken, "encoding_for_model", download)
@@ -204,3 +203,18 @@ def test_maistro_chat_saves_the_first_turn_when_the_endpoint_has_no_embeddings(s
     assert line.getMessage().startswith("The semantic index is unavailable (NotFoundError: Error code: 404")
     with open_store() as store:
         assert [item.value["task"] for item in search_all(store, namespace(TODO, "Lance"))] == [SWIM]
+
+
+def test_reindexing_drops_the_marker_of_a_memory_deleted_meanwhile_and_indexes_the_rest(tmp_path, endpoint):
+    agent = build_graph(tmp_path, embeddings="openai", chat_model=lambda _settings: ScriptedChatModel())
+    context = ChangeContext(thread_id="t", message="m", seed="two")
+    changes = [MemoryChange("created", task, None, chore(task)) for task in (SWIM, BILL)]
+    commit_changes(agent.store, "Lance", TODO_KIND, changes, context)
+    removal = ChangeContext(thread_id="t", message="m", seed="gone")
+    commit_changes(agent.store, "Lance", TODO_KIND, [MemoryChange("deleted", BILL, chore(BILL), None)], removal)
+    endpoint.start()
+
+    assert index_outage.reindex(agent.store) == 1
+    assert search_all(agent.store, (index_outage.UNINDEXED,)) == []
+    assert found_by_meaning(agent.store, "Lance", SWIM_QUESTION) == [SWIM]
+    close_graph(agent)
