@@ -80,7 +80,7 @@ def _marker_namespace(item_namespace: tuple[str, ...]) -> tuple[str, ...]:
     return (UNINDEXED, *item_namespace[1:])
 
 
-def marker(put: PutOp) -> PutOp:
+def _marker(put: PutOp) -> PutOp:
     """The note, filed under the item's user, that `put`'s item was written without its index."""
     return PutOp(
         _marker_namespace(put.namespace),
@@ -105,7 +105,7 @@ def write_saving_unindexed(store: BaseStore, conditions: Sequence[Unchanged], pu
         raise
     except Exception as error:  # the provider's errors are its own: httpx, openai, ollama, tiktoken, ...
         unindexed = [put._replace(index=False) if _indexed(put) else put for put in puts]
-        write_unless_changed(store, conditions, [*unindexed, *(marker(put) for put in indexed)])
+        write_unless_changed(store, conditions, [*unindexed, *(_marker(put) for put in indexed)])
         health.failed(error)
         return
     health.answered()
