@@ -27,6 +27,7 @@ from graph.memory.changes import (
     list_history,
     undo_change,
 )
+from graph.memory.index_outage import search_by_meaning
 from graph.memory.kinds import INSTRUCTIONS, PROFILE, TODO, MemoryKind
 from graph.memory.selection import deadline_of
 from graph.memory.store import namespace, read_kind
@@ -132,9 +133,10 @@ def search_todos(store: BaseStore, user_id: str, query: str, limit: int) -> dict
     """The user's ToDos that best match `query`: by meaning when the store has a semantic index, else by text.
 
     `semantic` says which: with an index the store scores every item and the best `limit` come back; without
-    one, the ToDos whose task, solutions or status contain the words come back, open first.
+    one (or while it fails, `graph.memory.index_outage`), the ToDos whose task, solutions or status contain
+    the words come back, open first.
     """
-    ranked = store.search(namespace(TODO, user_id), query=query, limit=limit)
+    ranked = search_by_meaning(store, namespace(TODO, user_id), query, limit)
     if any(item.score is not None for item in ranked):
         return {"semantic": True, "todos": [document_entry(TODO, item) for item in ranked]}
     found = [item for item in open_first(read_kind(store, TODO, user_id)) if _mentions(item.value, query)]
