@@ -155,8 +155,9 @@ class Player:
     def profile(self, play: Play, view: PromptView) -> Move:
         """Profile extraction: patch the existing profile, or create it."""
         fields = dict(play.profile or {})
-        if self.flaw == "stores-secret" and play.secret:
-            fields["interests"] = [*fields.get("interests", []), play.secret]
+        written = next((name for name, value in fields.items() if isinstance(value, str)), None)
+        if written:
+            fields[written] = self._secretive(play, fields[written])
         if not fields:
             return Move()
         existing = list(view.documents("Profile"))
