@@ -50,6 +50,13 @@ class SaveNote(BaseModel):
     text: str = Field(description="The note to save.")
 
 
+def _error_detail(error: openai.APIStatusError) -> str:
+    """The endpoint's own error message (the OpenAI client's message wraps it in "Error code: …")."""
+    body = error.body.get("error", error.body) if isinstance(error.body, dict) else None
+    message = body.get("message") if isinstance(body, dict) else None
+    return str(message or error.message).strip().rstrip(".")
+
+
 def check_endpoint(endpoint: Endpoint) -> None:
     """Make one tiny tool-call request; `EndpointError` with one sentence when the endpoint is unreachable,
     refuses it, or its model answers without calling the tool (then it cannot save memories)."""
@@ -66,7 +73,7 @@ def check_endpoint(endpoint: Endpoint) -> None:
     except openai.NotFoundError:
         raise EndpointError(f"{name} was not found (HTTP 404): check --model and the URL.") from None
     except openai.APIStatusError as error:
-        detail = str(error.message).strip().rstrip(".")
+        detail = _error_detail(error)
         if error.status_code == 400 and "tool" in detail.lower():
             raise EndpointError(f"{name} cannot call tools (HTTP 400: {detail}); the agent needs a model that does.") from None
         raise EndpointError(f"{name} refused a tiny tool-call request (HTTP {error.status_code}: {detail}).") from None
