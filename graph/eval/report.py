@@ -125,7 +125,7 @@ def print_comparison(console: Console, cards: Sequence[Mapping[str, Any]]) -> No
     table = Table(title="Score by category", title_justify="left")
     table.add_column("category")
     for card in cards:
-        table.add_column(f"{card.get('label', '?')} ({card.get('graph', '?')})", justify="right")
+        table.add_column(_name(card), justify="right")
     for name in _categories(cards):
         table.add_row(name, *(percent(_summary(card, name)["rates"]["score"]) if _summary(card, name) else "–" for card in cards),
                       style="bold" if name == "overall" else None)
@@ -133,7 +133,7 @@ def print_comparison(console: Console, cards: Sequence[Mapping[str, Any]]) -> No
     detail = Table(title="Overall", title_justify="left")
     detail.add_column("")
     for card in cards:
-        detail.add_column(f"{card.get('label', '?')} ({card.get('graph', '?')})", justify="right")
+        detail.add_column(_name(card), justify="right")
     for key, label in QUALITY[1:]:
         detail.add_row(label, *(percent(card["overall"]["rates"][key]) for card in cards))
     for index, label in enumerate(COST_COLUMNS):
@@ -183,10 +183,14 @@ def _bar_chart(groups: Sequence[str], series: Sequence[tuple[str, Sequence[float
     return "".join(parts)
 
 
+def _name(card: Mapping[str, Any]) -> str:
+    return f"{card.get('label', '?')} ({card.get('graph', '?')})"
+
+
 def _legend(cards: Sequence[Mapping[str, Any]]) -> str:
     items = "".join(
         f'<span class="key"><span class="swatch" style="background:{COLOURS[i % len(COLOURS)]}"></span>'
-        f"{html.escape(str(card.get('label', '?')))} ({html.escape(str(card.get('graph', '?')))})</span>"
+        f"{html.escape(_name(card))}</span>"
         for i, card in enumerate(cards)
     )
     return f'<p class="legend">{items}</p>'
@@ -210,24 +214,24 @@ def html_report(cards: Sequence[Mapping[str, Any]]) -> str:
     categories = _categories(cards)
     charts = _bar_chart(
         categories,
-        [(str(card.get("label")), [(_summary(card, name) or {}).get("rates", {}).get("score") for name in categories]) for card in cards],
+        [(_name(card), [(_summary(card, name) or {}).get("rates", {}).get("score") for name in categories]) for card in cards],
         "Score by category",
     )
     quality = _bar_chart(
         [label for _, label in QUALITY[1:]],
-        [(str(card.get("label")), [card["overall"]["rates"][key] for key, _ in QUALITY[1:]]) for card in cards],
+        [(_name(card), [card["overall"]["rates"][key] for key, _ in QUALITY[1:]]) for card in cards],
         "Overall quality",
     )
     meta = "".join(
-        f"<li><b>{html.escape(str(card.get('label')))}</b>: model {html.escape(str(card.get('model') or '–'))} at "
-        f"{html.escape(str(card.get('base_url') or 'in process'))}, the {html.escape(str(card.get('graph')))} graph, "
+        f"<li><b>{html.escape(_name(card))}</b>: model {html.escape(str(card.get('model') or '–'))}, "
+        f"{html.escape('at ' + card['base_url'] if card.get('base_url') else 'in process')}, "
         f"{card['overall']['cases']} cases, today {html.escape(str(card.get('today')))} ({html.escape(str(card.get('timezone')))}), "
         f"{card.get('seconds', 0):.0f} s{html.escape(' — stopped early: ' + card['stopped'] if card.get('stopped') else '')}</li>"
         for card in cards
     )
-    cost_rows = [[f"{card.get('label')} ({card.get('graph')})", *_cost(card["overall"])] for card in cards]
+    cost_rows = [[_name(card), *_cost(card["overall"])] for card in cards]
     sections = [
-        f"<h1>maistro eval: {html.escape(' vs '.join(str(card.get('label')) for card in cards))}</h1>",
+        f"<h1>maistro eval: {html.escape(' vs '.join(_name(card) for card in cards))}</h1>",
         f'<ul class="meta">{meta}</ul>',
         _legend(cards),
         "<h2>Score by category</h2>",

@@ -21,7 +21,7 @@ from statistics import median
 from typing import Any, get_origin
 from zoneinfo import ZoneInfo
 
-from graph.eval.cases import Alternatives, Case, ExpectedTodo
+from graph.eval.cases import CATEGORIES, Alternatives, Case, ExpectedTodo
 from graph.eval.dates import resolve_date
 from graph.eval.runner import CaseRun
 from schemas import Profile
@@ -254,6 +254,6 @@ def summarise(scores: Sequence[CaseScore]) -> dict[str, Any]:
 
 
 def by_category(scores: Sequence[CaseScore]) -> dict[str, dict[str, Any]]:
-    """`summarise` for each category, in the order the categories first appear."""
-    categories = list(dict.fromkeys(score.category for score in scores))
+    """`summarise` for each category, in the suite's order of categories."""
+    categories = sorted({score.category for score in scores}, key=CATEGORIES.index)
     return {category: summarise([s for s in scores if s.category == category]) for category in categories}
