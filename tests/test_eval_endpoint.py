@@ -128,3 +128,11 @@ def test_list_shows_every_case_with_its_category():
     result = runner.invoke(app, ["eval", "--list"])
     lines = result.output.strip().splitlines()
     assert result.exit_code == 0 and len(lines) == len(load_cases()) and "update-moved-oakland\tupdates\t" in result.output
+
+
+def test_a_time_budget_stops_starting_cases_once_spent(tmp_path):
+    result = runner.invoke(app, ["eval", "--player", "oracle", "--time-budget", "1", "--json", str(tmp_path / "t.json")])
+    assert result.exit_code == 0, result.output
+    card = json.loads((tmp_path / "t.json").read_text(encoding="utf-8"))
+    assert card["stopped"] == "the time budget of 1 s was spent"
+    assert card["overall"]["cases"] < card["cases_asked"] == len(load_cases())
