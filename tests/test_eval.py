@@ -9,7 +9,7 @@ import pytest
 
 from graph.eval.cases import Case, load_cases
 from graph.eval.scoring import rates
-from tests.support.eval_runs import cases, play, total
+from tests.support.eval_runs import play, total
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +65,7 @@ def test_the_tutorials_graph_loses_the_points_of_deletions_and_the_page_of_ten_o
 
 
 def test_the_tutorials_graph_answers_only_after_the_updates_with_more_model_calls(oracle):
-    suite = cases("multi-*")
+    suite = load_cases("multi-*")
     ours, theirs = oracle_total(oracle, suite), oracle_total(oracle, suite, "tutorial")
     assert theirs.answered_first == 0 < ours.answered_first == ours.memory_turns
     # One UpdateMemory call per message (parallel_tool_calls=False): a message with news for three memories
@@ -74,7 +74,7 @@ def test_the_tutorials_graph_answers_only_after_the_updates_with_more_model_call
 
 
 def test_a_model_that_never_routes_keeps_nothing_and_recalls_nothing_on_a_new_thread(oracle):
-    suite = cases("single-*,update-*,recall-*,none-*")
+    suite = load_cases("single-*,update-*,recall-*,none-*")
     right, flawed = oracle_total(oracle, suite), total(play(suite, flaw="never-routes"))
     assert flawed.correct == sum(expects_nothing(case) for case in suite) < right.correct
     assert flawed.mentioned == sum(len(turn.mention) for case in suite for turn in case.threads[0]) == 0
@@ -85,7 +85,7 @@ def test_a_model_that_never_routes_keeps_nothing_and_recalls_nothing_on_a_new_th
 
 
 def test_a_model_that_duplicates_inserts_loses_one_point_per_expected_todo_and_nothing_else(oracle):
-    suite = cases("single-todo,multi-two-todos,completion-deletion,date-*")
+    suite = load_cases("single-todo,multi-two-todos,completion-deletion,date-*")
     right, flawed = oracle_total(oracle, suite), total(play(suite, flaw="duplicate-inserts"))
     assert flawed.duplicates == sum(len(case.expect.todos) for case in suite) > 0
     assert without_costs(replace(flawed, duplicates=0)) == without_costs(right)
@@ -93,7 +93,7 @@ def test_a_model_that_duplicates_inserts_loses_one_point_per_expected_todo_and_n
 
 @pytest.mark.parametrize("graph", ["maistro", "tutorial"])
 def test_a_model_that_ignores_deletions_keeps_one_spurious_todo_per_removal(oracle, graph):
-    suite = cases("completion-deletion")
+    suite = load_cases("completion-deletion")
     right, flawed = oracle_total(oracle, suite), total(play(suite, graph, flaw="ignores-deletions"))
     assert flawed.spurious == removals(suite) == 2
     emptied = sum(expects_nothing(case) and any(t.play.todos and t.play.todos.remove for t in case.turns) for case in suite)
@@ -104,14 +104,14 @@ def test_a_model_that_ignores_deletions_keeps_one_spurious_todo_per_removal(orac
 
 
 def test_a_model_that_answers_in_english_loses_every_chinese_reply_and_nothing_else(oracle):
-    suite = cases("chinese,single-name")
+    suite = load_cases("chinese,single-name")
     right, flawed = oracle_total(oracle, suite), total(play(suite, flaw="wrong-language"))
     assert right.right_language - flawed.right_language == chinese_turns(suite) == 7
     assert without_costs(replace(flawed, right_language=right.right_language)) == without_costs(right)
 
 
 def test_a_model_that_stores_secrets_loses_every_secret_on_the_tutorials_graph_and_none_on_this_agents(oracle):
-    suite = cases("secrets")
+    suite = load_cases("secrets")
     tutorial_right, tutorial_flawed = oracle_total(oracle, suite, "tutorial"), total(play(suite, "tutorial", "stores-secret"))
     assert tutorial_right.secrets_kept == tutorial_right.secrets == 4
     assert tutorial_flawed.secrets_kept == 0
@@ -121,7 +121,7 @@ def test_a_model_that_stores_secrets_loses_every_secret_on_the_tutorials_graph_a
 
 
 def test_a_model_that_writes_tool_calls_as_text_costs_what_never_routing_costs_on_the_tutorials_graph():
-    suite = cases("single-*,chinese")
+    suite = load_cases("single-*,chinese")
     never, as_text = total(play(suite, "tutorial", "never-routes")), total(play(suite, "tutorial", "text-tool-calls"))
     assert (as_text.correct, as_text.mentioned, as_text.spurious, as_text.memory_turns) == (
         never.correct, never.mentioned, never.spurious, 0

@@ -117,6 +117,8 @@ def test_a_model_that_cannot_call_tools_is_refused_up_front_with_one_request(ans
         (["--player", "oracle", "--graph", "langchain"], "Unknown graph 'langchain': choose maistro or tutorial."),
         (["--player", "oracle", "--timezone", "Mars/Olympus"], "'Mars/Olympus' is not a known IANA time zone"),
         (["--cases", "zzz"], "No eval case matches 'zzz'"),
+        (["--player", "oracle", "--model", "gpt-4.1"], "--player plays the cases with a scripted model in process"),
+        (["--player", "oracle", "--json", "/nonexistent/dir/x.json"], "Cannot write /nonexistent/dir/x.json: its directory"),
     ],
 )
 def test_a_run_that_cannot_start_says_why_in_one_sentence(arguments, sentence):

@@ -117,7 +117,7 @@ class Player:
         turn = self.turn(view)
         if turn is None:
             return Move("OK.")
-        if "UpdateMemory" in view.tools or CHAT_MARKER in view.system and INSTRUCTIONS_MARKER not in view.system:
+        if "UpdateMemory" in view.tools or (CHAT_MARKER in view.system and INSTRUCTIONS_MARKER not in view.system):
             return self.chat(turn, view)
         if "ToDo" in view.tools or view.documents("ToDo"):
             return self.todos(turn.play, view)

@@ -2,12 +2,14 @@
 progress bar, score it, print the scorecard and save the reports."""
 
 import json
+import os
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfoNotFoundError
 
+from langchain_core.language_models import BaseChatModel
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -56,12 +58,18 @@ def run_eval(
     console: Console | None = None,
 ) -> dict:
     """Run, score and report one eval; returns the scorecard. `EvalSetupError` (one sentence) before anything runs
-    when the player, graph or time zone is unknown, or the endpoint is missing, unreachable or cannot call tools."""
+    when the player, graph or time zone is unknown, a report cannot be written where asked, or the endpoint is
+    missing, unreachable or cannot call tools."""
     console = console or Console()
     if graph not in GRAPHS:
         raise EvalSetupError(f"Unknown graph {graph!r}: choose {' or '.join(GRAPHS)}.")
     if player is not None and player not in PLAYERS:
         raise EvalSetupError(f"Unknown player {player!r}: choose one of {', '.join(PLAYERS)}.")
+    if player is not None and (model or base_url):
+        raise EvalSetupError("--player plays the cases with a scripted model in process: drop --model and --base-url.")
+    for path in (json_path, html_path):
+        if path is not None and not (path.parent.is_dir() and os.access(path.parent, os.W_OK)):
+            raise EvalSetupError(f"Cannot write {path}: its directory {path.parent} does not exist or is not writable.")
     try:
         today = today_in(timezone)
     except (ZoneInfoNotFoundError, ValueError):
@@ -74,11 +82,19 @@ def run_eval(
         except EndpointError as error:
             raise EvalSetupError(str(error)) from None
         client = endpoint.client()
-        models = lambda _case: client  # noqa: E731 - every case shares the endpoint's client
+
+        def models(_case: Case) -> BaseChatModel:
+            """Every case shares the endpoint's client."""
+            return client
+
         run = {"label": label or endpoint.model, "model": endpoint.model, "base_url": endpoint.where, "player": None}
     else:
         flaw = None if player == "oracle" else player
-        models = lambda case: PlayerChatModel(player=Player(case, today, flaw))  # noqa: E731
+
+        def models(case: Case) -> BaseChatModel:
+            """Each case gets its own player, which reads the case's `play` data."""
+            return PlayerChatModel(player=Player(case, today, flaw))
+
         description = "plays every case right" if flaw is None else FLAWS[flaw]
         run = {"label": label or player, "model": f"scripted {player} ({description})", "base_url": None, "player": player}
     started, started_at = time.monotonic(), datetime.now(UTC).isoformat(timespec="seconds")

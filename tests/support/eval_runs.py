@@ -3,7 +3,7 @@
 from collections.abc import Sequence
 from datetime import date
 
-from graph.eval.cases import Case, load_cases
+from graph.eval.cases import Case
 from graph.eval.player import Player, PlayerChatModel
 from graph.eval.runner import run_suite, today_in
 from graph.eval.scoring import CaseScore, Counts, score_case
@@ -23,8 +23,3 @@ def play(cases: Sequence[Case], graph: str = "maistro", flaw: str | None = None)
 def total(scores: Sequence[CaseScore]) -> Counts:
     """The scores' counts added up."""
     return sum((score.counts for score in scores), Counts())
-
-
-def cases(pattern: str) -> list[Case]:
-    """The suite's cases matching `pattern`."""
-    return load_cases(pattern)
