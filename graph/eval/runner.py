@@ -109,16 +109,19 @@ class Budget:
 
 @contextmanager
 def open_target(graph_name: str, model: BaseChatModel) -> Iterator[CompiledStateGraph]:
-    """The graph to evaluate around `model`, on fresh storage that is thrown away afterwards."""
+    """The graph to evaluate around `model`, on fresh storage that is thrown away afterwards (this agent with its
+    default memory kinds, which the cases are about, whatever MAISTRO_MEMORY_KINDS adds)."""
     if graph_name == "tutorial":
         from graph.eval.tutorial_graph import build_tutorial_graph
 
         yield build_tutorial_graph(model)
         return
-    from graph import open_graph
+    from graph import DEFAULT_MEMORY_KINDS, open_graph
 
     with tempfile.TemporaryDirectory(prefix="maistro-eval-") as data_dir:
-        with open_graph(data_dir, database_url="", embeddings="", chat_model=lambda _settings: model) as compiled:
+        with open_graph(
+            data_dir, database_url="", embeddings="", chat_model=lambda _settings: model, memory_kinds=DEFAULT_MEMORY_KINDS
+        ) as compiled:
             yield compiled
 
 
