@@ -10,6 +10,7 @@ messages). A turn's `play` is what a model that gets it right does (only the scr
 
 import fnmatch
 import json
+from datetime import date
 from importlib import resources
 from pathlib import Path
 from typing import Literal
@@ -135,8 +136,6 @@ class Case(_Strict):
 
     def check_dates(self) -> None:
         """Raise `DateSpecError` for a date in the case that `resolve_date` cannot read."""
-        from datetime import date
-
         specs = [todo.deadline for todo in self.expect.todos]
         for turn in self.turns:
             todos = turn.play.todos or TodoPlay()

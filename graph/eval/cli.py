@@ -30,7 +30,7 @@ def run(
     ] = None,
     player: Annotated[
         str | None,
-        typer.Option(help="Play the cases with a scripted model instead of an endpoint: oracle, or a flawed one."),
+        typer.Option(help="Play the cases with a scripted model instead of an endpoint: oracle, or a flawed one (an unknown name lists them)."),
     ] = None,
     graph: Annotated[str, typer.Option(help="The graph to evaluate: maistro (this agent) or tutorial.")] = "maistro",
     cases: Annotated[
