@@ -406,6 +406,11 @@ def demo(
         _fail(str(error))
 
 
+from graph.eval.cli import eval_app  # noqa: E402 - registered here, after the commands above
+
+app.add_typer(eval_app, name="eval")
+
+
 def main() -> None:
     """The console script: run the CLI; a bad MAISTRO_*/OPENAI_* setting or user id is one sentence and exit code 1."""
     try:
