@@ -34,8 +34,9 @@ def test_a_reply_beside_its_calls_ends_the_turn_without_a_second_chat_call(agent
 
     thread = turn(agent, "Remind me to book a dentist.")
 
-    assert [m.type for m in thread] == ["human", "ai", "tool"]
-    assert thread[1].text == "I'll add the dentist to your list." and thread[2].status == "success"
+    assert [m.type for m in thread] == ["human", "ai", "tool", "ai"], "the turn ends with its reply"
+    assert thread[1].tool_calls and thread[1].text == "" and thread[2].status == "success"
+    assert thread[-1].text == "I'll add the dentist to your list." and not thread[-1].tool_calls
     assert list(todos(agent)) == [DENTIST]
     assert [call.node for call in model.calls] == ["task_maistro", "update_todos"]
     assert REPLY_FIRST_RULE in model.calls[0].system
@@ -64,7 +65,7 @@ def test_two_memories_update_in_parallel_after_one_chat_call(agent, model):
 
     thread = turn(agent, "I moved to Oakland and need to book a dentist.")
 
-    assert [m.type for m in thread] == ["human", "ai", "tool", "tool"]
+    assert [m.type for m in thread] == ["human", "ai", "tool", "tool", "ai"]
     assert profile_of(agent)["location"] == "Oakland" and list(todos(agent)) == [DENTIST]
     assert "Profile updated: location." in [m.text for m in thread[2:]], "the report names only what was filled in"
     assert len(model.calls_in("task_maistro")) == 1 and len(model.calls) == 3
@@ -246,5 +247,5 @@ def test_a_cut_message_gets_its_notice_on_the_reply_given_first(agent, model):
 
     thread = turn(agent, huge)
 
-    assert thread[1].text.startswith(f"(Your message was {len(huge):,} characters long; I read only the first")
-    assert thread[1].text.endswith("Added your plan.") and len(model.calls_in("task_maistro")) == 1
+    assert thread[-1].text.startswith(f"(Your message was {len(huge):,} characters long; I read only the first")
+    assert thread[-1].text.endswith("Added your plan.") and len(model.calls_in("task_maistro")) == 1

@@ -64,8 +64,8 @@ def test_a_one_memory_turn_streams_the_reply_before_the_note_and_asks_the_model_
     assert REPLY_FIRST_RULE in system_text(stub.requests[0])
     assert list(todos(agent)) == [DENTIST]
     thread = agent.get_state(session.config).values["messages"]
-    assert [m.type for m in thread] == ["human", "ai", "tool"]
-    assert thread[1].text == FIRST_REPLY and thread[2].tool_call_id == thread[1].tool_calls[0]["id"]
+    assert [m.type for m in thread] == ["human", "ai", "tool", "ai"], "the turn ends with its reply"
+    assert thread[2].tool_call_id == thread[1].tool_calls[0]["id"] and thread[-1].text == FIRST_REPLY
 
 
 def meets(stub: OpenAIStub, other: str, reply: dict, met: list[bool]) -> Callable[[dict], dict]:
