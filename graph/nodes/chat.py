@@ -17,7 +17,7 @@ from graph.configuration import Configuration, RunSettings
 from graph.memory.context import TurnMemories, start_turn, turn_memories
 from graph.memory.kinds import TODO, MemoryKind
 from graph.memory.rendering import render_documents, render_todos
-from graph.nodes.update import must_tell_user, routed_here
+from graph.nodes.update import must_tell_user, routed_here, tell_refused
 from graph.state import State
 from graph.thread.reply_last import reply_last
 from graph.thread.summary import fold_into_summary, with_summary
@@ -166,6 +166,7 @@ def task_maistro(
                 break
             response = model.bind_tools([update_memory_tool(kinds)]).invoke(prompt)
         rejected = reject_invalid_calls(response, update_types)
+        tell_refused(rejected)
         routed_here(response)
         new_messages += [response, *rejected]
         if not rejected or pending_update_calls(thread + new_messages):

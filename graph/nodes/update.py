@@ -34,7 +34,7 @@ from graph.configuration import Configuration, RunSettings
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, committed_changes
 from graph.memory.conditions import ConflictError
 from graph.memory.kinds import MemoryKind
-from graph.memory.notes import change_notes
+from graph.memory.notes import REFUSED_CALL_NOTE, change_notes
 from graph.memory.redaction import redact_text
 from graph.nodes.extraction import UnusableOutputError, extraction_messages, new_document_key, routing_seed
 from graph.state import State
@@ -156,8 +156,8 @@ def answer_update_calls(
     """The node's state update: the report answers the first call (with the changes as artifact; status "error"
     when the update `failed`), the rest point to it.
 
-    Runs streamed with `stream_mode="custom"` get the outcome at once, as `{MEMORY_UPDATE_EVENT: {"kind",
-    "tool_call_id", "notes", "failed"}}` with the notes people read (e.g. "ToDo added: Book swim lessons").
+    Runs streamed with `stream_mode="custom"` get the outcome at once (`send_outcome`), with the notes people
+    read (e.g. "ToDo added: Book swim lessons").
     """
     if secrets:
         report += SECRETS_NOT_SAVED.format(secrets=", ".join(sorted(secrets)))
@@ -171,22 +171,27 @@ def answer_update_calls(
         "tell_user": tell_user,
     }
     status = "error" if failed else "success"
-    get_stream_writer()(
-        {
-            MEMORY_UPDATE_EVENT: {
-                "kind": kind.name,
-                "tool_call_id": calls[0]["id"],
-                "notes": change_notes(artifact, [kind]),
-                "failed": failed,
-            }
-        }
-    )
+    send_outcome(kind.name, calls[0]["id"], change_notes(artifact, [kind]), failed=failed)
     return {
         "messages": [
             ToolMessage(content=report, tool_call_id=calls[0]["id"], artifact=artifact, status=status),
             *(ToolMessage(content=SEE_ABOVE, tool_call_id=call["id"]) for call in calls[1:]),
         ]
     }
+
+
+def send_outcome(kind: str | None, tool_call_id: str, notes: list[str], *, failed: bool) -> None:
+    """Send a call's outcome to runs streamed with `stream_mode="custom"`: `{MEMORY_UPDATE_EVENT: {"kind",
+    "tool_call_id", "notes", "failed"}}` (`kind` is None for a call that named no memory kind)."""
+    event = {"kind": kind, "tool_call_id": tool_call_id, "notes": notes, "failed": failed}
+    get_stream_writer()({MEMORY_UPDATE_EVENT: event})
+
+
+def tell_refused(answers: Sequence[ToolMessage]) -> None:
+    """Send a failed outcome for each call the chat node refused (its error answer): the call named no memory
+    kind, no known tool, or had malformed arguments, so nothing was saved; clients show it as a failed update."""
+    for answer in answers:
+        send_outcome(None, answer.tool_call_id, [REFUSED_CALL_NOTE], failed=True)
 
 
 def update_memory(
