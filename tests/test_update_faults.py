@@ -6,8 +6,10 @@ Ollama, answers an extraction in text when told to, whatever its `tool_choice`).
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
+from typer.testing import CliRunner
 
 from graph import DEFAULT_MEMORY_KINDS, build_graph, close_graph
+from graph.app.cli import app
 from graph.app.scripted_model import calls, document, existing_ids, patch, route, say, todo
 from graph.app.session import ChatSession, Note
 from graph.memory.kinds import TODO as TODO_KIND
@@ -211,3 +213,17 @@ def test_a_repeated_insert_with_a_repeated_id_through_chat_openai_is_stored_once
     assert [item["task"] for item in stored_todos(served)] == [DENTIST]
     assert result["messages"][-1].text == "Added the dentist."
     assert stub.rejections == []
+
+
+def test_maistro_chat_prints_a_failed_update_on_its_own_line_and_the_reply_that_says_so(stub, script):
+    script.add("chat", update("user", content="Nice to meet you, Lance!"), text_reply("Sorry, your profile did not save."))
+    script.add("profile", text_reply("The user's name is Lance."))
+
+    result = CliRunner().invoke(app, ["chat", "--user", "Lance"], input="I'm Lance.\n")
+
+    assert result.exit_code == 0
+    assert result.stdout.splitlines() == [
+        "Nice to meet you, Lance!",
+        "✗ Profile not updated: the update failed",
+        "Sorry, your profile did not save.",
+    ]
