@@ -2,10 +2,12 @@
 
 A memory kind's node supplies two functions (`graph.nodes.update_kinds` picks them for each kind): `propose`
 (the changes the memory needs, from the conversation; it raises `UnusableOutputError` when the model's output
-cannot be used as asked) and `report` (what to tell the chat model about the changes saved). An update that
-saves less than it was asked is a failed update: its answer has status "error" and says why, its
-`memory_update` event is `failed`, and the chat node's follow-up reply tells the user (`must_tell_user`). Everything else is the same for every kind: the pending
-`UpdateMemory` calls of its update type it answers, secret redaction, one batch for the changes and their history, and the tool answers.
+cannot be used as asked) and `report` (what to tell the chat model about the changes saved). Everything else
+is the same for every kind: the pending `UpdateMemory` calls of its update type it answers, secret
+redaction, one batch for the changes and their history, and the tool answers.
+
+An update that saves less than it was asked is a failed update: its answer has status "error" and says why,
+its `memory_update` event is `failed`, and the chat node's follow-up reply tells the user (`must_tell_user`).
 
 Each update happens once and overwrites nobody (`graph.memory.changes`). A replayed update (the process
 died after its commit, before the checkpoint recorded it) finds its changes in the history under its
