@@ -49,6 +49,28 @@ def _filled(value: Any) -> Any:
     return None if value is None or value in ("", [], {}) else value
 
 
+def _comparable(value: Any) -> Any:
+    """A document's value as `same_document` compares it: text with whitespace collapsed and case folded, empty
+    values left out of objects."""
+    if isinstance(value, str):
+        return " ".join(value.split()).casefold()
+    if isinstance(value, list):
+        return [_comparable(item) for item in value]
+    if isinstance(value, dict):
+        return {name: _comparable(item) for name, item in value.items() if _filled(item) is not None}
+    return value
+
+
+def same_document(first: Any, second: Any) -> bool:
+    """Whether two documents carry the same content: equal once every text has its whitespace collapsed and its
+    case folded, an empty value (None, "", [], {}) counting as missing.
+
+    Anything else that differs (a deadline, a solution, a status) makes them two documents, even under the
+    same summary: "Call mom" due Monday and "Call mom" due Friday are two tasks.
+    """
+    return _comparable(first) == _comparable(second)
+
+
 @dataclass(frozen=True)
 class MemoryChange:
     """One change to a memory document (a `None` before means created, a `None` after means deleted)."""
