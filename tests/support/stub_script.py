@@ -3,9 +3,9 @@
 from collections import defaultdict
 from collections.abc import Callable
 
-from tests.support.openai_stub import StubError, system_text, tool_calls_reply, tool_names
+from tests.support.openai_stub import Outcome, StubError, system_text, tool_calls_reply, tool_names
 
-Reply = dict | StubError | Callable[[dict], dict | StubError]
+Reply = Outcome | Callable[[dict], Outcome]
 
 
 def kind_of(request: dict) -> str:
@@ -40,7 +40,7 @@ class Script:
         """How many queued replies each kind has not used yet."""
         return {kind: len(replies) for kind, replies in self.replies.items() if replies}
 
-    def __call__(self, request: dict) -> dict | StubError:
+    def __call__(self, request: dict) -> Outcome:
         """Answer a request with the next reply queued for its kind."""
         kind = kind_of(request)
         self.seen.append(kind)
