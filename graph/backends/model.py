@@ -1,11 +1,13 @@
 """The chat model factory: OpenAI by default, any OpenAI-compatible endpoint through OPENAI_BASE_URL."""
 
 import functools
+import json
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import httpx
 import openai
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
@@ -25,14 +27,34 @@ MODEL_UNAVAILABLE_MESSAGE = (
     "The model endpoint did not answer ({reason}), also after retrying. Your message is kept in the thread: "
     "send it again to retry."
 )
+UNUSABLE_ANSWER_MESSAGE = (
+    "The model endpoint's answer could not be used ({reason}). Your message is kept in the thread: "
+    "send it again to retry."
+)
 
 
 class ModelUnavailableError(RuntimeError):
-    """The model endpoint kept failing (server error, rate limit, timeout or no connection) after retries."""
+    """The model endpoint kept failing (server error, rate limit, timeout or no connection) after retries, or
+    answered with something that is not a chat completion (a body that is not JSON, a stream cut short)."""
+
+
+def unusable_reason(error: BaseException) -> str | None:
+    """Why an error raised while reading the endpoint's answer means the answer is unusable, or None.
+
+    The openai client raises `json.JSONDecodeError` for a body (or a stream event) that is not JSON, and
+    lets httpx's transport errors through when a stream breaks off after it began.
+    """
+    if isinstance(error, json.JSONDecodeError):
+        return "the response body is not valid JSON"
+    if isinstance(error, httpx.TransportError):
+        return f"the connection broke off mid-answer: {type(error).__name__}"
+    return None
 
 
 def unavailable_reason(error: BaseException) -> str | None:
-    """Why an endpoint error means the model is unavailable (down, overloaded, too slow), or None."""
+    """Why an endpoint error means the model is unavailable (down, overloaded, too slow, unusable), or None."""
+    if (reason := unusable_reason(error)) is not None:
+        return reason
     if isinstance(error, openai.APITimeoutError):
         return "timed out"
     if isinstance(error, openai.APIConnectionError):
@@ -44,12 +66,14 @@ def unavailable_reason(error: BaseException) -> str | None:
 
 @contextmanager
 def model_errors() -> Iterator[None]:
-    """Turn an endpoint that is down, overloaded or too slow into one `ModelUnavailableError` sentence."""
+    """Turn an endpoint that is down, overloaded or too slow, or whose answer is unusable, into one
+    `ModelUnavailableError` sentence."""
     try:
         yield
-    except openai.APIError as error:
-        reason = unavailable_reason(error)
-        if reason is None:
+    except (openai.APIError, json.JSONDecodeError, httpx.TransportError) as error:
+        if (reason := unusable_reason(error)) is not None:
+            raise ModelUnavailableError(UNUSABLE_ANSWER_MESSAGE.format(reason=reason)) from error
+        if (reason := unavailable_reason(error)) is None:
             raise
         raise ModelUnavailableError(MODEL_UNAVAILABLE_MESSAGE.format(reason=reason)) from error
 

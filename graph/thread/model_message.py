@@ -5,9 +5,9 @@ mends each of them once, right after the model call, so nothing after it has to:
 
 - calls written as text in the reply (`graph.thread.text_calls`) become real calls and leave the text, when
   they name the offered tool with valid arguments;
-- malformed JSON arguments (langchain's `invalid_tool_calls`) are mended with json-repair; a call that
-  still does not validate stays in the message with what could be read and is answered as refused, so a
-  strict server always finds the answer it wants (langchain-openai sends invalid calls as calls);
+- malformed JSON arguments (langchain's `invalid_tool_calls`) are mended with json-repair and then validated
+  like any call; a call that does not validate stays in the message (with what could be read) and is answered
+  as refused, so a strict server always finds the answer it wants (langchain-openai sends invalid calls too);
 - near-miss routing values ("todos", "ToDo", "profile", "instruction") become the update type of the memory
   kind they obviously name (`update_type_for`); a tool or update type that names nothing is refused with an
   answer, once;
@@ -160,16 +160,16 @@ class _Boundary:
         return {"name": shown_name, "args": args, "id": call_id, "type": "tool_call"}
 
     def invalid_call(self, call: dict) -> dict:
-        """A call whose arguments were not valid JSON: mended when json-repair can and it then routes, else
-        kept with no arguments and refused."""
-        if (args := mended_args(call.get("args"))) is not None and self.routed(call.get("name"), args) is not None:
+        """A call whose arguments were not valid JSON: mended when json-repair can (and then routed or refused like
+        any call), else kept with no arguments and refused as malformed."""
+        if (args := mended_args(call.get("args"))) is not None:
             self.mended.append("repaired arguments")
             return self.tool_call(call.get("name"), args, call.get("id"))
         call_id = self.call_id(call.get("id"))
         name = call.get("name") if isinstance(call.get("name"), str) and call.get("name") else UPDATE_TOOL
         error = call.get("error") or "not valid JSON"
         self.refuse(call_id, MALFORMED_CALL_ANSWER.format(error=error), REFUSED_MALFORMED_NOTE)
-        return {"name": name, "args": args or {}, "id": call_id, "type": "tool_call"}
+        return {"name": name, "args": {}, "id": call_id, "type": "tool_call"}
 
 
 def normalise_reply(message: AIMessage, kinds: Sequence[MemoryKind], taken_ids: Collection[str]) -> NormalisedReply:

@@ -28,18 +28,36 @@ class TextCall:
 
 TextCallParser = Callable[[str], Iterator[TextCall]]
 TEXT_CALL_PARSERS: dict[str, TextCallParser] = {}
+# Where each format's calls start in a reply: a streaming reply is shown only up to the first of them.
+CALL_STARTS: dict[str, tuple[str, ...]] = {}
 # The keys a written call gives its arguments under: OpenAI's and Hermes' "arguments", Llama 3.1's "parameters".
 ARGUMENT_KEYS = ("arguments", "parameters", "args")
 
 
-def text_call_parser(name: str) -> Callable[[TextCallParser], TextCallParser]:
-    """Register a parser for one call format under `name` (a later registration of the name replaces it)."""
+def text_call_parser(name: str, starts: tuple[str, ...]) -> Callable[[TextCallParser], TextCallParser]:
+    """Register a parser for one call format under `name`, whose calls begin with one of `starts` (a later
+    registration of the name replaces it)."""
 
     def register(parser: TextCallParser) -> TextCallParser:
         TEXT_CALL_PARSERS[name] = parser
+        CALL_STARTS[name] = starts
         return parser
 
     return register
+
+
+def speakable_prefix(text: str) -> str:
+    """The part of a reply still streaming that can be shown now: the text before the first place where a call
+    written as text may begin (a format's start, or the beginning of one at the very end), without the
+    whitespace that ends it (shown once more text follows)."""
+    starts = {start for format_starts in CALL_STARTS.values() for start in format_starts}
+    cut = min((index for start in starts if (index := text.find(start)) >= 0), default=len(text))
+    for start in starts:
+        for length in range(len(start) - 1, 0, -1):
+            if text.endswith(start[:length]):
+                cut = min(cut, len(text) - length)
+                break
+    return text[:cut].rstrip()
 
 
 def _decoded(text: str, *, mend: bool) -> Any:
@@ -81,25 +99,25 @@ MISTRAL = re.compile(r"\[TOOL_CALLS\]\s*(\[.*\]|\{.*\})", re.DOTALL)
 FENCED = re.compile(r"```[ \t]*(?:json|tool_call|tool_code|javascript)?[ \t]*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
 
 
-@text_call_parser("hermes")
+@text_call_parser("hermes", starts=("<tool_call>",))
 def hermes_calls(text: str) -> Iterator[TextCall]:
     """`<tool_call>{"name": …, "arguments": …}</tool_call>` (Hermes, Qwen 2.5 and 3 chat templates)."""
     return _delimited(HERMES, text)
 
 
-@text_call_parser("mistral")
+@text_call_parser("mistral", starts=("[TOOL_CALLS]",))
 def mistral_calls(text: str) -> Iterator[TextCall]:
     """`[TOOL_CALLS] [{"name": …, "arguments": …}]` (Mistral's format, when the server leaves it in the text)."""
     return _delimited(MISTRAL, text)
 
 
-@text_call_parser("json_fence")
+@text_call_parser("json_fence", starts=("```",))
 def fenced_calls(text: str) -> Iterator[TextCall]:
     """A fenced code block holding a call's JSON: ```json {"name": …, "arguments": …} ```."""
     return _delimited(FENCED, text)
 
 
-@text_call_parser("bare_json")
+@text_call_parser("bare_json", starts=("{", "[{"))
 def bare_json_calls(text: str) -> Iterator[TextCall]:
     """A JSON object (or list) naming a tool, written in the reply as it is (Llama 3.1's JSON tool format).
 

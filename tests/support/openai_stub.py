@@ -560,13 +560,16 @@ def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
         def _send_json(self, status: int, payload: dict) -> None:
             """Send a complete JSON response and close the connection."""
             data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.wfile.write(data)
             self.close_connection = True
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up waiting (its timeout); nothing left to do
 
         def _start_stream(self, status: int = 200) -> None:
             self.send_response(status)
