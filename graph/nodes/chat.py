@@ -26,9 +26,7 @@ from graph.thread.summary import fold_into_summary, with_summary
 from graph.thread.tokens import bound_messages, is_blank, truncation_notice
 from graph.thread.tool_calls import (
     chat_history,
-    last_human_message,
     repair_tool_answers,
-    split_turns,
     turn_answered,
     without_tool_calls,
 )
@@ -145,13 +143,14 @@ def task_maistro(
     settings = run.settings
     thread = repair_tool_answers(original) or list(original)
     summary = state.get("summary", "")
-    if view.starts_turn and is_blank(thread[-1]):
+    turn_starts = view.starts_turn
+    if turn_starts and is_blank(thread[-1]):
         reply = AIMessage(content=EMPTY_MESSAGE_REPLY)
         return {"messages": [*thread_update(original, thread), reply], "summary": summary}
-    if not view.starts_turn and settings.reply_timing == "first" and reply_stands(thread):
+    if not turn_starts and settings.reply_timing == "first" and reply_stands(thread):
         return {"messages": thread_update(original, thread)}
     model = chat_model(settings)
-    if view.starts_turn:
+    if turn_starts:
         thread, summary = fold_into_summary(thread, summary, model, settings)
         memories = start_turn(runtime.store, settings, thread, run.thread_id, kinds)
     else:
@@ -179,7 +178,7 @@ def task_maistro(
         may_route = False  # refused once: the reply that follows tells the user, with no tool to refuse again
     new_messages = with_fallback_reply(view, new_messages, kinds)
     return {
-        "messages": [*thread_update(original, thread), *with_truncation_notice(thread, new_messages)],
+        "messages": [*thread_update(original, thread), *with_truncation_notice(view, new_messages)],
         "summary": summary,
     }
 
@@ -213,11 +212,11 @@ def reply_stands(thread: Sequence[AnyMessage]) -> bool:
     return turn_answered(thread) and not any(must_tell_user(answer) for answer in answers)
 
 
-def with_truncation_notice(thread: list[AnyMessage], new_messages: list[AnyMessage]) -> list[AnyMessage]:
-    """The new messages, the turn's first words to the user prefixed with a note when the user's latest message was cut."""
-    latest_user = last_human_message(thread)
-    notice = truncation_notice(latest_user) if latest_user is not None else ""
-    turn = [*next(reversed(split_turns(thread)), []), *new_messages]
+def with_truncation_notice(view: ThreadView, new_messages: list[AnyMessage]) -> list[AnyMessage]:
+    """The new messages, the turn's first words to the user prefixed with a note when the user's latest message
+    was cut (`view` is the thread before the new messages)."""
+    notice = truncation_notice(view.latest_user) if view.latest_user is not None else ""
+    turn = [*(view.turns[-1] if view.turns else []), *new_messages]
     spoken = next((m for m in turn if isinstance(m, AIMessage) and isinstance(m.content, str) and m.content.strip()), None)
     if not notice or not any(spoken is message for message in new_messages):
         return new_messages

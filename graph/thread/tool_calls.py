@@ -136,11 +136,6 @@ def turn_answered(messages: Sequence[AnyMessage]) -> bool:
     return not call_ids(reply) or bool(reply.text.strip())
 
 
-def interrupted_turn(messages: Sequence[AnyMessage]) -> bool:
-    """Whether the user wrote again after a turn whose UpdateMemory calls were cut short before their update ran."""
-    return bool(messages) and isinstance(messages[-1], HumanMessage) and bool(pending_update_calls(messages))
-
-
 def spoken_messages(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
     """The user's and the assistant's words: tool calls and their answers left out, the assistant's text kept."""
     spoken: list[AnyMessage] = []
@@ -190,14 +185,3 @@ def transcript(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
             spoken.append(AIMessage(content="\n".join(reports)))
         said += spoken
     return said + (spoken_messages(turns[-1]) if turns else [])
-
-
-def memory_rounds_in_turn(messages: Sequence[AnyMessage]) -> int:
-    """How many assistant messages with tool calls followed the user's latest message."""
-    rounds = 0
-    for message in reversed(messages):
-        if isinstance(message, HumanMessage):
-            break
-        if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
-            rounds += 1
-    return rounds

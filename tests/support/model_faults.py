@@ -1,7 +1,8 @@
 """The faults of the models users bring, one name each, for the strict OpenAI stub to play one at a time.
 
 `FAULTS` is the catalogue: each `Fault` says what the endpoint sends (chat replies, extraction replies, transport
-faults) on the turn it spoils, what that turn asked to save, and how many model requests the turn may cost.
+faults) on the turn it spoils, what that turn asked to save, and how many model requests the turn may cost;
+asked more often than scripted, the chat model answers with the turn's last chat reply again.
 `play_fault` runs a fault through `graph.stream` with the real ChatOpenAI against the stub, then a well-behaved
 turn, and measures a `FaultOutcome`: did an exception reach the caller, is the thread wedged, was something lost
 without the user being told, was something doubled, how many model calls the turn made. The tests
@@ -350,10 +351,12 @@ def play_fault(fault: Fault, stub: OpenAIStub, script: Script, data_dir: Path, *
             setup.queue(script)
             _run_turn(agent, setup.message, modes)
         fault.turn.queue(script)
+        script.keep("chat", fault.turn.chat[-1])  # asked again, the faulty model answers the same way
         before = len(stub.requests)
         with model_timeout(fault.timeout):
             result = _run_turn(agent, fault.turn.message, modes)
         outcome.model_calls = len(stub.requests) - before
+        script.keep("chat", None)
         outcome.reply, outcome.notes = result.reply, result.notes
         if isinstance(result.error, ModelUnavailableError):
             outcome.model_error = True

@@ -30,7 +30,16 @@ class Script:
 
     def __init__(self) -> None:
         self.replies: dict[str, list[Reply]] = defaultdict(list)
+        self.standing: dict[str, Reply] = {}
         self.seen: list[str] = []
+
+    def keep(self, kind: str, reply: Reply | None) -> None:
+        """Answer requests of `kind` with `reply` whenever its queue is empty (None: stop), like a model that
+        keeps answering the same way however often it is asked."""
+        if reply is None:
+            self.standing.pop(kind, None)
+        else:
+            self.standing[kind] = reply
 
     def add(self, kind: str, *replies: Reply) -> None:
         """Queue replies for one kind of request (chat, profile, todo, instructions, or another kind's schema name)."""
@@ -44,9 +53,12 @@ class Script:
         """Answer a request with the next reply queued for its kind."""
         kind = kind_of(request)
         self.seen.append(kind)
-        if not self.replies[kind]:
+        if self.replies[kind]:
+            reply = self.replies[kind].pop(0)
+        elif kind in self.standing:
+            reply = self.standing[kind]
+        else:
             return StubError(500, f"no scripted reply for {kind}")
-        reply = self.replies[kind].pop(0)
         return reply(request) if callable(reply) else reply
 
 
