@@ -11,10 +11,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from langchain_core.messages import HumanMessage
 from typer.testing import CliRunner
 
+from bench.model_faults import print_table, row, run_fault
+from graph import build_graph
 from graph.app.cli import app
+from graph.backends.model import ModelUnavailableError
+from tests.support.helpers import config, todos
 from tests.support.model_faults import FAULTS, GRANDMA, RECOVERY, RECOVERY_REPLY, play_fault
+from tests.support.openai_stub import RawBody, calls_reply, raw_call
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,6 +40,27 @@ def test_fault_through_graph_stream(name, streamed, stub, script, tmp_path):
     assert outcome.model_calls <= fault.max_calls
     assert fault.model_error or outcome.reply.strip(), "the user never sees nothing"
     assert "<tool_call>" not in outcome.reply and "```" not in outcome.reply and '"UpdateMemory"' not in outcome.reply
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        RawBody('{"hello": "world"}'),
+        RawBody('{"id": "c", "object": "chat.completion", "created": 0, "model": "gpt-stub", "choices": []}'),
+        calls_reply(raw_call("UpdateMemory", '"todo"', "call_s")),  # arguments that are JSON but not an object
+    ],
+    ids=["no-choices", "empty-choices", "string-arguments"],
+)
+def test_an_answer_that_is_not_a_chat_completion_is_the_one_sentence_model_error(answer, stub, script, tmp_path):
+    agent = build_graph(tmp_path)
+    script.add("chat", answer)
+
+    with pytest.raises(ModelUnavailableError, match=r"^The model endpoint's answer could not be used \(the response"):
+        agent.invoke({"messages": [HumanMessage("I need to book swim lessons.")]}, config())
+
+    RECOVERY.queue(script)
+    agent.invoke({"messages": [HumanMessage(RECOVERY.message)]}, config())
+    assert GRANDMA in todos(agent) and stub.rejections == []
 
 
 def chat_in_process(fault_name: str, script) -> tuple:
@@ -113,3 +140,12 @@ def test_faults_through_the_chat_process(stub, script, tmp_path):
         f"✎ ToDo added: {GRANDMA}",
     ]
     assert stub.rejections == [] and script.seen.count("chat") == 1 + 1 + 2 + 1
+
+
+def test_the_benchmark_prints_a_row_per_fault(capsys):
+    outcome = run_fault("hermes_text_call", streamed=False)
+    print_table([row(outcome)])
+
+    header, rule, line = capsys.readouterr().out.splitlines()
+    assert header.split() == ["fault", "exception?", "wedged?", "lost", "untold?", "doubled?", "model", "calls", "outcome"]
+    assert line.split()[:6] == ["hermes_text_call", "no", "no", "no", "no", "2"]

@@ -3,12 +3,14 @@
 import functools
 import json
 import threading
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import httpx
 import openai
+import pydantic
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_openai import ChatOpenAI
@@ -38,16 +40,33 @@ class ModelUnavailableError(RuntimeError):
     answered with something that is not a chat completion (a body that is not JSON, a stream cut short)."""
 
 
+# The packages that read an endpoint's answer into a message: a shape error raised in them means the answer
+# was not a chat completion (e.g. `choices` missing or empty, a call whose arguments are not an object).
+ANSWER_READERS = ("openai", "langchain_openai", "langchain_core")
+SHAPE_ERRORS = (TypeError, IndexError, KeyError, pydantic.ValidationError)
+
+
+def _raised_reading_answer(error: BaseException) -> bool:
+    """Whether `error` was raised by the code that reads the endpoint's answer (pydantic's own frames skipped)."""
+    frames = [frame for frame, _ in traceback.walk_tb(error.__traceback__)]
+    modules = [frame.f_globals.get("__name__", "") for frame in frames]
+    innermost = next((name for name in reversed(modules) if not name.startswith("pydantic")), "")
+    return innermost.split(".")[0] in ANSWER_READERS
+
+
 def unusable_reason(error: BaseException) -> str | None:
     """Why an error raised while reading the endpoint's answer means the answer is unusable, or None.
 
     The openai client raises `json.JSONDecodeError` for a body (or a stream event) that is not JSON, and
-    lets httpx's transport errors through when a stream breaks off after it began.
+    lets httpx's transport errors through when a stream breaks off after it began; langchain-openai and
+    langchain-core raise shape errors for JSON that is not a chat completion.
     """
     if isinstance(error, json.JSONDecodeError):
         return "the response body is not valid JSON"
     if isinstance(error, httpx.TransportError):
         return f"the connection broke off mid-answer: {type(error).__name__}"
+    if isinstance(error, SHAPE_ERRORS) and _raised_reading_answer(error):
+        return "the response is not a chat completion the client can read"
     return None
 
 
@@ -70,7 +89,7 @@ def model_errors() -> Iterator[None]:
     `ModelUnavailableError` sentence."""
     try:
         yield
-    except (openai.APIError, json.JSONDecodeError, httpx.TransportError) as error:
+    except (openai.APIError, json.JSONDecodeError, httpx.TransportError, *SHAPE_ERRORS) as error:
         if (reason := unusable_reason(error)) is not None:
             raise ModelUnavailableError(UNUSABLE_ANSWER_MESSAGE.format(reason=reason)) from error
         if (reason := unavailable_reason(error)) is None:

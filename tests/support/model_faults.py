@@ -72,7 +72,8 @@ class Turn:
 class Fault:
     """A model fault: the turn that plays it (after the `setup` turns), what it asked to save, and its bounds.
 
-    `model_error`: the endpoint fails, so the turn ends with the one-sentence model error (by design).
+    `model_error`: the endpoint fails, so the turn ends with the one-sentence model error (by design);
+    `resumed`: the extraction replies the next message uses first, to finish the fault turn's updates.
     `retries` is how often the client retries a failed request; `timeout` sets MAISTRO_MODEL_TIMEOUT.
     `max_calls` bounds the model requests of the fault turn.
     """
@@ -87,6 +88,7 @@ class Fault:
     retries: int = 0
     timeout: float | None = None
     max_calls: int = 3
+    resumed: Mapping[str, tuple[Reply, ...]] = field(default_factory=dict)
 
 
 def _swim_turn(*chat: Reply) -> Turn:
@@ -220,6 +222,15 @@ CATALOGUE = (
         asked_todos=(SWIM,),
         model_error=True,
         max_calls=1,
+    ),
+    Fault(
+        "invalid_extraction_body",
+        "the extraction call's answer is an HTML error page with status 200",
+        Turn(ASK_SWIM, (update("todo", content=SAYS_SWIM),), {"todo": (RawBody("<html>502 Bad Gateway</html>"),)}),
+        asked_todos=(SWIM,),
+        model_error=True,
+        max_calls=2,
+        resumed={"todo": (SWIM_TODO,)},
     ),
     Fault(
         "http_429",
@@ -370,6 +381,8 @@ def play_fault(fault: Fault, stub: OpenAIStub, script: Script, data_dir: Path, *
         outcome.lost_untold = [] if told else missing
         outcome.doubled = sorted(task for task, count in Counter(_stored_tasks(agent)).items() if count > 1)
         script.replies.clear()
+        for kind, replies in fault.resumed.items():
+            script.add(kind, *replies)
         RECOVERY.queue(script)
         recovery = _run_turn(agent, RECOVERY.message, modes)
         outcome.wedged = (
