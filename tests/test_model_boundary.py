@@ -224,3 +224,20 @@ def test_a_run_without_a_message_is_answered_and_never_raises(stub, script, tmp_
     calls = len(stub.requests)
     again = agent.invoke({"messages": []}, config())
     assert len(stub.requests) == calls and again["messages"][-1].content == "Hello Lance."
+
+
+def test_a_thread_left_with_a_call_without_id_resumes_it_and_works_again(stub, script, tmp_path):
+    """What an earlier version stored before its update node crashed on a call without an id."""
+    agent = build_graph(tmp_path)
+    crashed = [
+        HumanMessage("Add milk.", id="h1"),
+        AIMessage(content="On it.", id="a1", tool_calls=[{"name": "UpdateMemory", "args": {"update_type": "todo"}, "id": None}]),
+    ]
+    agent.update_state(config(), {"messages": crashed}, as_node="__start__")
+    script.add("todo", tool_calls_reply(("ToDo", {"task": "Buy milk", "solutions": ["Corner shop"]})))
+    script.add("chat", text_reply("Hello! The milk is on your list."))
+
+    result = agent.invoke({"messages": [HumanMessage("Hello?")]}, config())
+
+    assert list(todos(agent)) == ["Buy milk"] and stub.rejections == []
+    assert result["messages"][-1].content == "Hello! The milk is on your list."

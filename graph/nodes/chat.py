@@ -27,6 +27,7 @@ from graph.thread.tokens import bound_messages, is_blank, truncation_notice
 from graph.thread.tool_calls import (
     chat_history,
     repair_tool_answers,
+    sendable_calls,
     turn_answered,
     without_tool_calls,
 )
@@ -136,7 +137,11 @@ def task_maistro(
         resumed_id, attempts = state.get("resumed_calls") or ("", 0)
         attempts = attempts + 1 if resumed_id == routing_id else 1
         if attempts <= MAX_RESUME_ATTEMPTS:
-            return {"resumed_calls": [routing_id, attempts]}
+            resume: dict = {"resumed_calls": [routing_id, attempts]}
+            mended = sendable_calls(original)  # calls an earlier version stored without ids get theirs first
+            if any(kept is not same for kept, same in zip(mended, original, strict=True)):
+                resume["messages"] = thread_update(original, mended)
+            return resume
     if view.idle:
         return {"messages": [AIMessage(content=EMPTY_MESSAGE_REPLY)]} if not original else {}
     run = RunSettings.of(config, runtime)
