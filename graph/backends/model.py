@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import httpx
 import openai
 import pydantic
 from langchain_core.callbacks import BaseCallbackHandler
@@ -36,8 +35,8 @@ UNUSABLE_ANSWER_MESSAGE = (
 
 
 class ModelUnavailableError(RuntimeError):
-    """The model endpoint kept failing (server error, rate limit, timeout or no connection) after retries, or
-    answered with something that is not a chat completion (a body that is not JSON, a stream cut short)."""
+    """The model endpoint kept failing (server error, rate limit, timeout or no connection, a stream cut short)
+    after retries, or answered with something that is not a chat completion (a body that is not JSON)."""
 
 
 # The packages that read an endpoint's answer into a message: a shape error raised in them means the answer
@@ -57,14 +56,11 @@ def _raised_reading_answer(error: BaseException) -> bool:
 def unusable_reason(error: BaseException) -> str | None:
     """Why an error raised while reading the endpoint's answer means the answer is unusable, or None.
 
-    The openai client raises `json.JSONDecodeError` for a body (or a stream event) that is not JSON, and
-    lets httpx's transport errors through when a stream breaks off after it began; langchain-openai and
-    langchain-core raise shape errors for JSON that is not a chat completion.
+    The openai client raises `json.JSONDecodeError` for a body (or a stream event) that is not JSON;
+    langchain-openai and langchain-core raise shape errors for JSON that is not a chat completion.
     """
     if isinstance(error, json.JSONDecodeError):
         return "the response body is not valid JSON"
-    if isinstance(error, httpx.TransportError):
-        return f"the connection broke off mid-answer: {type(error).__name__}"
     if isinstance(error, SHAPE_ERRORS) and _raised_reading_answer(error):
         return "the response is not a chat completion the client can read"
     return None
@@ -89,7 +85,7 @@ def model_errors() -> Iterator[None]:
     `ModelUnavailableError` sentence."""
     try:
         yield
-    except (openai.APIError, json.JSONDecodeError, httpx.TransportError, *SHAPE_ERRORS) as error:
+    except (openai.APIError, json.JSONDecodeError, *SHAPE_ERRORS) as error:
         if (reason := unusable_reason(error)) is not None:
             raise ModelUnavailableError(UNUSABLE_ANSWER_MESSAGE.format(reason=reason)) from error
         if (reason := unavailable_reason(error)) is None:
