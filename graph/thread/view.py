@@ -12,7 +12,7 @@ from functools import cached_property
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
-from graph.thread.tool_calls import call_ids, is_update_call, split_turns, turn_answered
+from graph.thread.tool_calls import call_ids, is_update_call, split_turns
 
 
 @dataclass(frozen=True)
@@ -77,11 +77,6 @@ class ThreadView:
     def turns(self) -> list[list[AnyMessage]]:
         """The thread cut before each user message (`split_turns`)."""
         return split_turns(self.messages)
-
-    @property
-    def answered(self) -> bool:
-        """Whether the latest turn has its reply and nothing left to do (`turn_answered`)."""
-        return turn_answered(self.messages)
 
     @property
     def taken_ids(self) -> frozenset[str]:
