@@ -1,5 +1,5 @@
 """The boundary where the model's reply enters the thread: the text-call parsers, the near-miss routing values,
-the normaliser, old threads that already hold invalid calls, and runs that bring no message."""
+the normaliser, old threads that already hold invalid calls, runs that bring no message, and the thread view."""
 
 import json
 
@@ -11,6 +11,7 @@ from graph.memory.kinds import DEFAULT_MEMORY_KINDS, MemoryKind
 from graph.thread.model_message import normalise_reply, update_type_for
 from graph.thread.text_calls import TEXT_CALL_PARSERS, TextCall, find_text_calls, speakable_prefix, text_call_parser
 from graph.thread.tool_calls import chat_history, repair_tool_answers
+from graph.thread.view import ThreadView
 from prompts import EMPTY_MESSAGE_REPLY
 from schemas import Profile
 from tests.support.helpers import config, todos
@@ -241,3 +242,22 @@ def test_a_thread_left_with_a_call_without_id_resumes_it_and_works_again(stub, s
 
     assert list(todos(agent)) == ["Buy milk"] and stub.rejections == []
     assert result["messages"][-1].content == "Hello! The milk is on your list."
+
+
+def test_a_thread_is_read_once_into_a_view():
+    thread = [
+        HumanMessage("Add milk.", id="h1"),
+        AIMessage(content="", id="a1", tool_calls=[{"name": "UpdateMemory", "args": {"update_type": "todo"}, "id": "c1"}]),
+        ToolMessage(content="ToDo added", tool_call_id="c1"),
+        AIMessage(content="Added.", id="a2"),
+        HumanMessage("And eggs.", id="h2"),
+        AIMessage(content="On it.", id="a3", tool_calls=[{"name": "UpdateMemory", "args": {"update_type": "todo"}, "id": "c2"}]),
+    ]
+
+    view = ThreadView.of(thread)
+
+    assert (view.latest_user.id, view.latest_ai.id, view.rounds) == ("h2", "a3", 1)
+    assert [call["id"] for call in view.pending_calls] == ["c2"] and view.taken_ids == {"c1", "c2"}
+    assert [len(turn) for turn in view.turns] == [4, 2] and not view.starts_turn and not view.idle
+    assert ThreadView.of([*thread, HumanMessage("Hi", id="h3")]).interrupted
+    assert ThreadView.of([]).idle and ThreadView.of(thread[:4]).idle
