@@ -2,18 +2,26 @@
 its update node with trustcall, its section of the chat prompt, and its history, undo, export and import."""
 
 import dataclasses
+import io
 import json
+import sys
 
 import pytest
 from langchain_core.messages import ToolMessage
+from rich.console import Console
 from typer.testing import CliRunner
 
 from graph import DEFAULT_MEMORY_KINDS, SettingsError, build_graph, close_graph
 from graph.agent import compile_agent
 from graph.app.cli import app
 from graph.app.scripted_model import calls, document, patch_where, replace, route, say
+from graph.app.session import ChatSession
+from graph.app.terminal import line_reader, run_chat
+from graph.backends.storage import open_store
+from graph.memory import kinds as kinds_module
 from graph.memory.admin import export_memories, import_memories
 from graph.memory.changes import list_history, undo_change
+from graph.memory.kinds import load_memory_kinds
 from graph.memory.store import namespace, read_kind
 from graph.settings import Settings
 from tests.support.custom_kinds import CONTACT, HEALTH, KINDS
@@ -118,7 +126,7 @@ def test_an_update_type_of_no_kind_is_answered_with_the_choices(kinds_agent, mod
 def test_the_setting_names_the_kinds_of_the_servers_graph(monkeypatch):
     monkeypatch.setenv("MAISTRO_MEMORY_KINDS", "tests.support.custom_kinds:KINDS")
     assert "update_health" in compile_agent().get_graph().nodes
-    assert Settings.from_environ({}).memory_kinds == DEFAULT_MEMORY_KINDS
+    assert load_memory_kinds(Settings.from_environ({}).memory_kinds_spec) == DEFAULT_MEMORY_KINDS
 
 
 @pytest.mark.parametrize(
@@ -132,7 +140,7 @@ def test_the_setting_names_the_kinds_of_the_servers_graph(monkeypatch):
 )
 def test_a_setting_that_names_no_list_of_kinds_is_refused_with_one_sentence(value, reason):
     with pytest.raises(SettingsError) as refused:
-        Settings.from_environ({"MAISTRO_MEMORY_KINDS": value})
+        load_memory_kinds(Settings.from_environ({"MAISTRO_MEMORY_KINDS": value}).memory_kinds_spec)
     assert str(refused.value).startswith(f"MAISTRO_MEMORY_KINDS={value!r} is invalid: {reason}")
 
 
@@ -173,3 +181,113 @@ def test_the_cli_shows_history_undoes_exports_and_imports_the_kinds_the_setting_
     assert undone.output.endswith(": health removed.\n")
     assert unknown.exit_code == 1
     assert "There is no memory kind 'journal'; the kinds are profile, todo, instructions, contact, health." in unknown.output
+
+
+HABITS_MODULE = '''
+from pydantic import BaseModel
+
+from graph import DEFAULT_MEMORY_KINDS, MemoryKind
+
+
+class Habit(BaseModel):
+    """A habit the user keeps."""
+
+    name: str
+    steps: list[dict] = []
+
+
+KINDS = [*DEFAULT_MEMORY_KINDS, MemoryKind(name="habits", schema=Habit, collection=True, description="habits")]
+'''
+
+
+def test_the_cli_loads_the_kinds_from_the_working_directory_as_the_server_does(tmp_path, monkeypatch):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "my_habit_kinds.py").write_text(HABITS_MODULE)
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("MAISTRO_MEMORY_KINDS", "my_habit_kinds:KINDS")
+    monkeypatch.setenv("COLUMNS", "200")
+    where = ["--user", "Lance", "--data-dir", str(tmp_path / "data")]
+    with open_store(tmp_path / "data", "") as store:
+        store.put(("habits", "Lance"), "run", {"name": "Run 5k", "steps": [{"what": "stretch", "minutes": 5}]})
+
+    shown = cli.invoke(app, ["show", "habits", *where])
+
+    assert shown.exit_code == 0, shown.output
+    assert "Habit list of Lance" in shown.output, "the label comes from the schema's name"
+    assert "• What: stretch; Minutes: 5" in shown.output, "a nested value reads as fields, not as a Python dict"
+    assert str(project) not in sys.path, "the working directory was on the import path for that import only"
+
+
+def test_export_without_the_setting_keeps_the_undeclared_kinds_and_import_and_undo_place_them(model, tmp_path, monkeypatch):
+    data_dir = tmp_path / "data"
+    agent = build_graph(data_dir, chat_model=lambda _: model, memory_kinds=KINDS)
+    model.add("task_maistro", route("contact"), say("Saved."))
+    model.add("update_contact", calls(document("Contact", **ADA)))
+    turn(agent, "My sister Ada's number is 555-0100.")
+    close_graph(agent)
+    where = ["--data-dir", str(data_dir)]
+    with_setting, without_setting = tmp_path / "with.json", tmp_path / "without.json"
+    monkeypatch.setenv("MAISTRO_MEMORY_KINDS", "tests.support.custom_kinds:KINDS")
+    cli.invoke(app, ["export", "--output", str(with_setting), "--user", "Lance", *where])
+    monkeypatch.delenv("MAISTRO_MEMORY_KINDS")
+
+    exported = cli.invoke(app, ["export", "--output", str(without_setting), "--user", "Lance", *where])
+    imported = cli.invoke(app, ["import", str(without_setting), "--user", "Grace", *where])
+    with open_store(data_dir, "") as store:
+        copied = contacts_in(store, "Grace")
+    undone = cli.invoke(app, ["undo", "--user", "Grace", *where])
+
+    assert exported.exit_code == 0
+    assert "Warning: Lance has memories of a kind not declared, 'contact'; they are exported as stored (1 document)" in exported.output
+    assert filled(json.loads(without_setting.read_text())) == filled(json.loads(with_setting.read_text())), "nothing is left out"
+    assert imported.exit_code == 0, imported.output
+    assert "1 contact" in imported.output and "'contact' is not a declared memory kind" in imported.output
+    assert copied == {"Ada": ADA}
+    assert undone.exit_code == 0 and undone.output.endswith(": contact removed.\n"), undone.output
+    with open_store(data_dir, "") as store:
+        assert contacts_in(store, "Grace") == {}
+
+
+def filled(exported: dict) -> dict:
+    """An export without its empty sections (the setting's health notes, say)."""
+    return {name: section for name, section in exported.items() if section}
+
+
+def contacts_in(store, user_id: str) -> dict:
+    """A user's contacts, by name, read from a store."""
+    return {item.value["name"]: item.value for item in read_kind(store, CONTACT, user_id)}
+
+
+def test_show_in_the_chat_takes_the_kind_named_after_it(model, tmp_path):
+    agent = build_graph(tmp_path / "data", chat_model=lambda _: model, memory_kinds=KINDS)
+    agent.store.put(namespace(CONTACT, "Lance"), "ada", ADA)
+    out = io.StringIO()
+    console = Console(file=out, color_system=None, width=120)
+
+    run_chat(ChatSession(agent, "Lance", kinds=KINDS), console, line_reader(io.StringIO("/show contact\n/SHOW\n/show Contact\n")))
+    close_graph(agent)
+
+    shown = out.getvalue()
+    assert "Contact list of Lance" in shown and "555-0100" in shown
+    assert "Name a memory kind after /show; the kinds are profile, todo, instructions, contact, health." in shown
+    assert "There is no memory kind 'Contact'" in shown
+
+
+def test_a_default_command_for_a_kind_not_declared_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("MAISTRO_MEMORY_KINDS", "tests.support.custom_kinds:WITHOUT_INSTRUCTIONS")
+
+    shown = cli.invoke(app, ["instructions", "--data-dir", str(tmp_path / "data")])
+
+    assert shown.exit_code == 1
+    assert "There is no memory kind 'instructions'; the kinds are profile, todo, contact." in shown.output
+
+
+def test_build_graph_checks_the_kinds_once(model, tmp_path, monkeypatch):
+    checked = []
+    check = kinds_module.check_kinds
+    monkeypatch.setattr(kinds_module, "check_kinds", lambda kinds: checked.append(kinds) or check(kinds))
+
+    close_graph(build_graph(tmp_path / "data", chat_model=lambda _: model, memory_kinds=KINDS))
+
+    assert len(checked) == 1
