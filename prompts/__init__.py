@@ -180,3 +180,11 @@ COLLECTION_UNCHANGED = "No changes were made to the {memory}."
 TEXT_UPDATED = "{Memory} updated."
 
 TEXT_UNCHANGED = "The {memory} needed no change."
+
+# The count under a collection's rows in the chat prompt when the turn shows only part of it (the ToDo list
+# keeps its own, graph/memory/rendering.py).
+NOT_SHOWN_OPEN_AND_CLOSED = (
+    "(Not shown: {open} more open and {closed} closed items. Items the user names are always shown.)"
+)
+
+NOT_SHOWN = "(Not shown: {count} more items. Items the user names are always shown.)"

@@ -72,7 +72,8 @@ def test_new_kinds_are_routed_extracted_with_trustcall_stored_and_shown_in_the_p
     model.add("task_maistro", say("Ada is your sister."))
     turn(kinds_agent, "Who is Ada?")
     next_prompt = model.calls_in("task_maistro")[-1].messages[0].content
-    assert '"phone": "555-0100"' in next_prompt and '"allergies": ["peanuts"]' in next_prompt
+    assert "(name | phone | relation)\n- Ada | 555-0100 | sister" in next_prompt, "a collection's rows"
+    assert '"allergies": ["peanuts"]' in next_prompt
     assert sorted((e["kind"], e["action"]) for e in list_history(kinds_agent.store, "Lance")) == [
         ("contact", "created"), ("health", "created")
     ]

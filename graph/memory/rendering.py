@@ -7,6 +7,7 @@ from typing import Any
 from langgraph.store.base import Item
 
 from graph.memory.kinds import MemoryKind
+from prompts import NOT_SHOWN, NOT_SHOWN_OPEN_AND_CLOSED
 
 
 def capitalized(text: str) -> str:
@@ -22,16 +23,45 @@ def render_document(document: Mapping[str, Any] | None) -> str:
     return json.dumps(filled, ensure_ascii=False)
 
 
+def _cell(value: Any) -> str:
+    """A field's value in a row: text and numbers as they are, nothing for None, anything else as compact JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str | int | float):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def render_rows(kind: MemoryKind, documents: Sequence[Mapping[str, Any]]) -> str:
+    """A collection's documents as a table: a line naming the schema's fields, then one line of values each."""
+    if not documents:
+        return ""
+    fields = list(kind.schema.model_fields)
+    rows = [f"- {' | '.join(_cell(document.get(name)) for name in fields)}" for document in documents]
+    return "\n".join([f"({' | '.join(fields)})", *rows])
+
+
 def render_documents(kind: MemoryKind, documents: Sequence[Mapping[str, Any]]) -> str:
     """A kind's documents for the prompt: as the kind renders them, else a text kind's text, a single document's
-    line, or one line per document."""
+    line, or a collection's rows (`render_rows`)."""
     if kind.render is not None:
         return kind.render(documents)
     if kind.text:
         return documents[0].get("memory", "") if documents else ""
     if not kind.collection:
         return render_document(documents[0] if documents else None)
-    return "\n".join(f"- {render_document(document)}" for document in documents)
+    return render_rows(kind, documents)
+
+
+def render_collection(kind: MemoryKind, items: Iterable[Item], hidden_open: int = 0, hidden_closed: int = 0) -> str:
+    """A collection's documents the prompt shows (`render_documents`), then a count of those it leaves out: open
+    and closed apart for a kind with a status field."""
+    lines = [render_documents(kind, [item.value for item in items])]
+    if kind.status_field and (hidden_open or hidden_closed):
+        lines.append(NOT_SHOWN_OPEN_AND_CLOSED.format(open=hidden_open, closed=hidden_closed))
+    elif hidden_open + hidden_closed:
+        lines.append(NOT_SHOWN.format(count=hidden_open + hidden_closed))
+    return "\n".join(line for line in lines if line)
 
 
 def render_todo(todo: Mapping[str, Any]) -> str:

@@ -3,6 +3,7 @@
 import functools
 import itertools
 from collections.abc import Sequence
+from functools import partial
 from typing import Annotated, Literal
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
@@ -16,7 +17,7 @@ from graph.backends.model import ChatModelFactory, model_errors
 from graph.configuration import Configuration, RunSettings
 from graph.memory.context import TurnMemories, start_turn, turn_memories
 from graph.memory.kinds import TODO, MemoryKind
-from graph.memory.rendering import render_documents, render_todos
+from graph.memory.rendering import render_collection, render_documents, render_todos
 from graph.nodes.update import must_tell_user, routed_here
 from graph.state import State
 from graph.thread.summary import fold_into_summary, with_summary
@@ -65,11 +66,13 @@ def update_memory_tool(kinds: tuple[MemoryKind, ...]) -> dict:
 
 
 def memory_content(kind: MemoryKind, memories: TurnMemories) -> str:
-    """One kind's memories as the chat prompt shows them: the ToDos chosen for the turn, else every document."""
-    if kind.name == TODO.name:
-        todos = memories.prompt_todos
-        return render_todos(todos.items, todos.hidden_open, todos.hidden_closed)
-    return render_documents(kind, memories.documents[kind.name])
+    """One kind's memories as the chat prompt shows them: a collection's documents chosen for the turn (the ToDos
+    in their own lines), else the documents."""
+    if not kind.collection:
+        return render_documents(kind, memories.documents[kind.name])
+    shown = memories.prompt[kind.name]
+    render = render_todos if kind.name == TODO.name else partial(render_collection, kind)
+    return render(shown.items, shown.hidden_open, shown.hidden_closed)
 
 
 def chat_system_message(
