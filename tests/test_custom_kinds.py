@@ -5,23 +5,32 @@ import dataclasses
 import io
 import json
 import sys
+from typing import Literal
 
+import psycopg
 import pytest
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.base import PutOp
+from pydantic import BaseModel
 from rich.console import Console
 from typer.testing import CliRunner
 
-from graph import DEFAULT_MEMORY_KINDS, SettingsError, build_graph, close_graph
+from graph import DEFAULT_MEMORY_KINDS, Configuration, MemoryKind, SettingsError, build_graph, close_graph
 from graph.agent import compile_agent
 from graph.app.cli import app
-from graph.app.scripted_model import calls, document, patch_where, replace, route, say
+from graph.app.scripted_model import calls, document, documents_in_prompt, patch_where, replace, route, say
 from graph.app.session import ChatSession
 from graph.app.terminal import line_reader, run_chat
+from graph.backends import todo_changes
 from graph.backends.storage import open_store
+from graph.backends.todo_changes import TodoChangeLog
 from graph.memory import kinds as kinds_module
-from graph.memory.admin import export_memories, import_memories
+from graph.memory.admin import export_memories, forget_user, import_memories
 from graph.memory.changes import list_history, undo_change
+from graph.memory.context import read_turn_memories
 from graph.memory.kinds import load_memory_kinds
+from graph.memory.rendering import render_collection
 from graph.memory.store import namespace, read_kind
 from graph.settings import Settings
 from tests.support.custom_kinds import CONTACT, HEALTH, KINDS
@@ -292,3 +301,111 @@ def test_build_graph_checks_the_kinds_once(model, tmp_path, monkeypatch):
     close_graph(build_graph(tmp_path / "data", chat_model=lambda _: model, memory_kinds=KINDS))
 
     assert len(checked) == 1
+
+
+def add_contacts(store, user_id: str, count: int) -> None:
+    """Give the user `count` numbered contacts, in one batch."""
+    store.batch([
+        PutOp(namespace(CONTACT, user_id), f"contact-{n:05d}", {"name": f"Friend {n}", "phone": f"555-{n:04d}", "relation": "friend"})
+        for n in range(count)
+    ])
+
+
+def test_an_added_collection_past_the_limit_shows_the_named_documents_and_counts_the_rest(kinds_agent, model):
+    add_contacts(kinds_agent.store, "Lance", 300)
+    kinds_agent.store.put(namespace(CONTACT, "Lance"), "zed", {"name": "Zed Okafor", "phone": "555-0199", "relation": None})
+    add_contacts(kinds_agent.store, "Lance", 0)
+    model.add("task_maistro", route("contact"), say("Updated Zed's number."))
+    model.add("update_contact", patch_where("Okafor", replace("/phone", "555-0200")))
+
+    turn(kinds_agent, "Zed Okafor has a new number: 555-0200.")
+
+    prompt = model.calls_in("task_maistro")[0].system
+    extraction = model.calls_in("update_contact")[0]
+    assert "- Zed Okafor | 555-0199 | " in prompt, "the contact the user names is shown"
+    assert prompt.count("| friend") == 29 and "(Not shown: 271 more items. Items the user names are always shown.)" in prompt
+    assert len(documents_in_prompt(extraction.system)) == 12, "an update patches the documents the turn chose"
+    assert contacts(kinds_agent)["Zed Okafor"]["phone"] == "555-0200"
+
+
+def test_an_added_collections_prompt_stays_flat_as_it_grows(model, tmp_path):
+    agent = build_graph(tmp_path / "data", chat_model=lambda _: model, memory_kinds=KINDS)
+    add_contacts(agent.store, "many", 500)
+    sizes = {}
+    for user_id in ("none", "many"):
+        model.add("task_maistro", say("Hello!"))
+        turn(agent, "Hi, how are you today?", user_id=user_id, thread_id=user_id)
+        sizes[user_id] = model.calls_in("task_maistro")[-1].prompt_tokens
+    close_graph(agent)
+
+    assert sizes["many"] <= 1.5 * sizes["none"], sizes
+
+
+class Habit(BaseModel):
+    """A habit the user keeps."""
+
+    name: str
+    status: Literal["active", "dropped"] = "active"
+
+
+HABIT = MemoryKind(name="habit", schema=Habit, collection=True, description="habits", status_field="status",
+                   open_statuses=("active",))
+
+
+def test_a_collection_with_a_status_field_counts_its_closed_documents_apart(tmp_path):
+    with open_store(tmp_path, "", "") as store:
+        store.batch([
+            PutOp(namespace(HABIT, "u"), f"h{n}", {"name": f"Habit {n}", "status": "dropped" if n % 2 else "active"})
+            for n in range(100)
+        ])
+        settings = Configuration(user_id="u", todo_prompt_limit=10, todo_update_limit=5)
+        memories = read_turn_memories(store, settings, [HumanMessage("hello")], (*DEFAULT_MEMORY_KINDS, HABIT))
+
+    shown = memories.prompt["habit"]
+    assert [item.value["status"] for item in shown.items] == ["active"] * 10, "closed ones are shown only when named"
+    assert (shown.hidden_open, shown.hidden_closed) == (40, 50)
+    assert render_collection(HABIT, shown.items, shown.hidden_open, shown.hidden_closed).endswith(
+        "(Not shown: 40 more open and 50 closed items. Items the user names are always shown.)"
+    )
+
+
+def test_a_turn_reads_only_the_documents_of_an_added_collection_that_changed(database, monkeypatch):
+    fetched: list[dict] = []
+    read = TodoChangeLog.read_memory_rows
+
+    def counting(store, user_id, kinds, marks):
+        rows = read(store, user_id, kinds, marks)
+        fetched.append({name: len(changes) for name, changes in rows.changes.items()})
+        return rows
+
+    monkeypatch.setattr(TodoChangeLog, "read_memory_rows", counting)
+    settings = Configuration(user_id="u")
+    with open_store(**database) as reader, open_store(**database) as writer:
+        add_contacts(writer, "u", 200)
+        writer.put(namespace(HEALTH, "u"), HEALTH.key, {"allergies": ["peanuts"], "conditions": []})
+        read_turn_memories(reader, settings, [HumanMessage("hello")], KINDS)
+        read_turn_memories(reader, settings, [HumanMessage("hello")], KINDS)
+        writer.put(namespace(CONTACT, "u"), "okapi", {"name": "Okapi Keeper", "phone": None, "relation": None})
+        writer.delete(namespace(CONTACT, "u"), "contact-00007")
+        memories = read_turn_memories(reader, settings, [HumanMessage("Call the Okapi Keeper")], KINDS)
+        forget_user(writer, InMemorySaver(), "u")
+        logged = dict(query_rows(writer, database, f"SELECT prefix, count(*) FROM {todo_changes.TABLE} GROUP BY prefix"))
+        after_forget = read_turn_memories(reader, settings, [HumanMessage("hello")], KINDS)
+
+    # After the forget, the read finds the count of forgotten users changed and reads every list again.
+    assert [counts["contact"] for counts in fetched] == [200, 0, 2, 0, 0]
+    assert "Okapi Keeper" in {item.value["name"] for item in memories.prompt["contact"].items}
+    assert memories.documents["health"] == [{"allergies": ["peanuts"], "conditions": []}]
+    assert memories.prompt["contact"].hidden_open == 200 - 30
+    assert logged == {}, "forgetting the user left nothing of theirs in the log"
+    assert after_forget.prompt["contact"].items == [] and after_forget.documents["health"] == []
+
+
+def query_rows(store, database: dict, statement: str) -> list[tuple]:
+    """The rows of a statement run straight on the database (on PostgreSQL, through a connection of its own)."""
+    if database["database_url"]:
+        with psycopg.connect(database["database_url"]) as conn:
+            return conn.execute(statement).fetchall()
+    with store._cursor(transaction=False) as cur:
+        cur.execute(statement)
+        return cur.fetchall()
