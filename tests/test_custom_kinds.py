@@ -12,6 +12,7 @@ import pytest
 from langchain_core.messages import HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import PutOp
+from langgraph.store.memory import InMemoryStore
 from pydantic import BaseModel
 from rich.console import Console
 from typer.testing import CliRunner
@@ -29,9 +30,10 @@ from graph.memory import kinds as kinds_module
 from graph.memory.admin import export_memories, forget_user, import_memories
 from graph.memory.changes import list_history, undo_change
 from graph.memory.context import read_turn_memories
-from graph.memory.kinds import load_memory_kinds
+from graph.memory.kinds import kind_named, load_memory_kinds
 from graph.memory.rendering import render_collection
 from graph.memory.store import namespace, read_kind
+from graph.nodes.chat import chat_system_message
 from graph.settings import Settings
 from tests.support.custom_kinds import CONTACT, HEALTH, KINDS
 from tests.support.helpers import turn
@@ -409,3 +411,55 @@ def query_rows(store, database: dict, statement: str) -> list[tuple]:
     with store._cursor(transaction=False) as cur:
         cur.execute(statement)
         return cur.fetchall()
+
+
+class Tone(BaseModel):
+    """How the user wants to be answered."""
+
+    memory: str
+
+
+TONE = MemoryKind(name="tone", schema=Tone, collection=False, description="how the user wants replies to sound",
+                  text=True, guidance=True)
+
+
+def system_prompt(kinds, user_id: str = "Lance", store=None) -> str:
+    """The chat prompt of a turn that says hello, for `kinds`."""
+    store = store or InMemoryStore()
+    settings = Configuration(user_id=user_id)
+    memories = read_turn_memories(store, settings, [HumanMessage("hello")], kinds)
+    return chat_system_message(memories, settings, "", kinds).content
+
+
+def test_the_chat_prompt_names_the_memories_declared_and_tells_the_user_of_each_change():
+    store = InMemoryStore()
+    store.put(namespace(TONE, "Lance"), TONE.key, {"memory": "Short answers, no emoji."})
+    kinds = [kind_named(DEFAULT_MEMORY_KINDS, "profile"), CONTACT, TONE]
+
+    prompt = system_prompt(kinds, store=store)
+
+    assert "todo" not in prompt.lower(), "with the ToDo list not declared, no ToDo talk"
+    assert "helping them keep track of their contact list." in prompt
+    assert "- Tell the user when you update the contact list, naming what changed" in prompt
+    assert "- Tell the user when you update the tone, naming what changed" in prompt
+    assert "- Do not tell the user you have updated the user's profile" in prompt
+    assert "4. Err on the side of updating the contact list." in prompt
+    assert (
+        "Here is the user's tone: guidance for you to follow in every reply (may be empty if nothing has been saved "
+        "yet):\n<tone>\nShort answers, no emoji.\n</tone>"
+    ) in prompt
+
+
+def test_the_tutorials_kinds_keep_the_tutorials_prompt():
+    prompt = system_prompt(DEFAULT_MEMORY_KINDS)
+
+    assert "You are designed to be a companion to a user, helping them keep track of their ToDo list.\n" in prompt
+    assert (
+        "3. Tell the user that you have updated your memory, if appropriate:\n"
+        "- Do not tell the user you have updated the user's profile\n"
+        "- Tell the user when you update the todo list, naming what changed\n"
+        "- Do not tell the user that you have updated instructions\n\n"
+        "4. Err on the side of updating the todo list. No need to ask for explicit permission.\n"
+    ) in prompt
+    assert "Here is the current instructions of the user (may be empty if nothing has been saved yet):" in prompt
+    assert "helping them keep track of their ToDo list and contact list." in system_prompt(KINDS)

@@ -25,7 +25,15 @@ from langgraph.constants import END, START
 from pydantic import BaseModel, ConfigDict
 
 from graph.settings import SettingsError, current_settings
-from prompts import CREATE_INSTRUCTIONS, REWRITE_TEXT, TODO_INSTRUCTION, TRUSTCALL_INSTRUCTION
+from prompts import (
+    CREATE_INSTRUCTIONS,
+    INSTRUCTIONS_TELL_USER_RULE,
+    PROFILE_TELL_USER_RULE,
+    REWRITE_TEXT,
+    TELL_USER_RULE,
+    TODO_INSTRUCTION,
+    TRUSTCALL_INSTRUCTION,
+)
 from schemas import Instructions, Profile, ToDo
 
 # Namespaces the memory code keeps for itself: no kind may take them.
@@ -89,6 +97,9 @@ class MemoryKind:
     apart; `deadline_field` names a date-time field whose soonest open documents are shown first. Without a
     status field every document counts as open.
 
+    `tell_user_rule` is the kind's line of the chat prompt's rule on telling the user about updates (default:
+    tell the user, naming what changed; the tutorial's profile and instructions are updated quietly).
+
     Each field is checked when the kind is declared: a refusal is a ValueError of one sentence naming it.
     """
 
@@ -111,6 +122,7 @@ class MemoryKind:
     status_field: str = ""
     open_statuses: tuple[str, ...] = ()
     deadline_field: str = ""
+    tell_user_rule: str = ""
     render: Callable[[Sequence[Mapping[str, Any]]], str] | None = None
 
     def __post_init__(self) -> None:
@@ -136,6 +148,7 @@ class MemoryKind:
             set_default("indexed_fields", (self.summary_field,) if self.collection else ())
         set_default("indexed_fields", tuple(self.indexed_fields))
         set_default("open_statuses", tuple(self.open_statuses))
+        set_default("tell_user_rule", self.tell_user_rule or TELL_USER_RULE.format(memory=self.title.lower()))
         self._check()
 
     def _check(self) -> None:
@@ -208,6 +221,7 @@ PROFILE = MemoryKind(
     update_type="user",
     label="profile",
     key="user_profile",
+    tell_user_rule=PROFILE_TELL_USER_RULE,
 )
 TODO = MemoryKind(
     name="todo",
@@ -230,6 +244,7 @@ INSTRUCTIONS = MemoryKind(
     key="user_instructions",
     text=True,
     instruction=CREATE_INSTRUCTIONS,
+    tell_user_rule=INSTRUCTIONS_TELL_USER_RULE,
 )
 DEFAULT_MEMORY_KINDS: tuple[MemoryKind, ...] = (PROFILE, TODO, INSTRUCTIONS)
 

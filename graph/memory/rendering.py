@@ -7,7 +7,7 @@ from typing import Any
 from langgraph.store.base import Item
 
 from graph.memory.kinds import MemoryKind
-from prompts import NOT_SHOWN, NOT_SHOWN_OPEN_AND_CLOSED
+from prompts import GUIDANCE_SECTION, MEMORY_SECTION, NOT_SHOWN, NOT_SHOWN_OPEN_AND_CLOSED
 
 
 def capitalized(text: str) -> str:
@@ -86,3 +86,35 @@ def render_todos(items: Iterable[Item], hidden_open: int = 0, hidden_closed: int
             "Items the user names are always shown.)"
         )
     return "\n".join(lines)
+
+
+def joined(names: Sequence[str]) -> str:
+    """Names in a sentence: "a", "a and b", "a, b and c"."""
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+
+
+def _kept(kinds: Sequence[MemoryKind]) -> list[MemoryKind]:
+    """The memories a companion keeps track of: the collections (the tutorial's ToDo list), else every kind."""
+    return [kind for kind in kinds if kind.collection] or list(kinds)
+
+
+def kept_memories(kinds: Sequence[MemoryKind]) -> str:
+    """What the chat prompt says the assistant helps the user keep track of: "ToDo list" for the tutorial's kinds."""
+    return joined([kind.title for kind in _kept(kinds)])
+
+
+def eager_memories(kinds: Sequence[MemoryKind]) -> str:
+    """What the chat prompt says to err on the side of updating: "the todo list" for the tutorial's kinds."""
+    return joined([f"the {kind.title.lower()}" for kind in _kept(kinds)])
+
+
+def tell_user_rules(kinds: Sequence[MemoryKind]) -> str:
+    """The chat prompt's rule on telling the user about updates: one line per kind (`MemoryKind.tell_user_rule`)."""
+    return "\n".join(kind.tell_user_rule for kind in kinds)
+
+
+def memory_section(kind: MemoryKind, content: str) -> str:
+    """One kind's section of the chat prompt: its memories as facts about the user, or a guidance kind's text as
+    something to follow."""
+    section = GUIDANCE_SECTION if kind.guidance else MEMORY_SECTION
+    return section.format(memory=kind.title, name=kind.name, content=content)

@@ -17,7 +17,15 @@ from graph.backends.model import ChatModelFactory, model_errors
 from graph.configuration import Configuration, RunSettings
 from graph.memory.context import TurnMemories, start_turn, turn_memories
 from graph.memory.kinds import TODO, MemoryKind
-from graph.memory.rendering import render_collection, render_documents, render_todos
+from graph.memory.rendering import (
+    eager_memories,
+    kept_memories,
+    memory_section,
+    render_collection,
+    render_documents,
+    render_todos,
+    tell_user_rules,
+)
 from graph.nodes.update import must_tell_user, routed_here
 from graph.state import State
 from graph.thread.summary import fold_into_summary, with_summary
@@ -39,7 +47,6 @@ from prompts import (
     EMPTY_MESSAGE_REPLY,
     LANGUAGE_RULE,
     MEMORY_LIST_ITEM,
-    MEMORY_SECTION,
     MODEL_SYSTEM_MESSAGE,
     REPLY_AFTER_UPDATES_RULE,
     REPLY_FIRST_RULE,
@@ -87,14 +94,14 @@ def chat_system_message(
             MEMORY_LIST_ITEM.format(number=number, memory=kind.title, description=kind.description)
             for number, kind in enumerate(kinds, 1)
         ),
-        memory_sections="\n\n".join(
-            MEMORY_SECTION.format(memory=kind.title, name=kind.name, content=memory_content(kind, memories))
-            for kind in kinds
-        ),
+        kept=kept_memories(kinds),
+        memory_sections="\n\n".join(memory_section(kind, memory_content(kind, memories)) for kind in kinds),
         routing_rules="\n".join(
             ROUTING_RULE.format(description=kind.description, memory=kind.title, update_type=kind.update_type)
             for kind in kinds
         ),
+        tell_user_rules=tell_user_rules(kinds),
+        eager=eager_memories(kinds),
         reply_rule=REPLY_FIRST_RULE if settings.reply_timing == "first" else REPLY_AFTER_UPDATES_RULE,
         language_rule=LANGUAGE_RULE,
     )
