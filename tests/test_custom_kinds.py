@@ -31,10 +31,11 @@ from graph.memory.admin import export_memories, forget_user, import_memories
 from graph.memory.changes import list_history, undo_change
 from graph.memory.context import read_turn_memories
 from graph.memory.kinds import kind_named, load_memory_kinds
-from graph.memory.rendering import render_collection
+from graph.memory.rendering import COLLECTION_TOKENS, render_collection
 from graph.memory.store import namespace, read_kind
 from graph.nodes.chat import chat_system_message
 from graph.settings import Settings
+from graph.thread.tokens import count_text_tokens
 from tests.support.custom_kinds import CONTACT, HEALTH, KINDS
 from tests.support.helpers import turn
 
@@ -366,7 +367,7 @@ def test_a_collection_with_a_status_field_counts_its_closed_documents_apart(tmp_
     shown = memories.prompt["habit"]
     assert [item.value["status"] for item in shown.items] == ["active"] * 10, "closed ones are shown only when named"
     assert (shown.hidden_open, shown.hidden_closed) == (40, 50)
-    assert render_collection(HABIT, shown.items, shown.hidden_open, shown.hidden_closed).endswith(
+    assert render_collection(HABIT, shown).endswith(
         "(Not shown: 40 more open and 50 closed items. Items the user names are always shown.)"
     )
 
@@ -463,3 +464,22 @@ def test_the_tutorials_kinds_keep_the_tutorials_prompt():
     ) in prompt
     assert "Here is the current instructions of the user (may be empty if nothing has been saved yet):" in prompt
     assert "helping them keep track of their ToDo list and contact list." in system_prompt(KINDS)
+
+
+def test_a_collection_of_large_documents_shows_the_most_relevant_that_fit_and_counts_the_rest(tmp_path):
+    long_note = "met at the harbour festival, " * 8
+    with open_store(tmp_path, "", "") as store:
+        store.batch([
+            PutOp(namespace(CONTACT, "u"), f"c{n:02d}", {"name": f"Friend {n}", "phone": None, "relation": long_note})
+            for n in range(20)
+        ])
+        store.put(namespace(CONTACT, "u"), "zed", {"name": "Zed Okafor", "phone": None, "relation": long_note})
+        memories = read_turn_memories(store, Configuration(user_id="u"), [HumanMessage("Call Zed Okafor")], KINDS)
+
+    section = render_collection(CONTACT, memories.prompt["contact"])
+
+    assert len(memories.prompt["contact"].items) == 21, "all of them are within the limit of documents"
+    assert "- Zed Okafor |" in section, "the one the user names comes first"
+    shown = section.count("\n- ")
+    assert 1 < shown < 21 and f"(Not shown: {21 - shown} more items." in section
+    assert count_text_tokens(section) <= COLLECTION_TOKENS + 40

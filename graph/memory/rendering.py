@@ -7,6 +7,8 @@ from typing import Any
 from langgraph.store.base import Item
 
 from graph.memory.kinds import MemoryKind
+from graph.memory.selection import Selection
+from graph.thread.tokens import count_text_tokens
 from prompts import GUIDANCE_SECTION, MEMORY_SECTION, NOT_SHOWN, NOT_SHOWN_OPEN_AND_CLOSED
 
 
@@ -23,6 +25,11 @@ def render_document(document: Mapping[str, Any] | None) -> str:
     return json.dumps(filled, ensure_ascii=False)
 
 
+# The most tokens a collection's documents take in the chat prompt (about the ToDos' 30 lines): past it, the less
+# relevant ones are counted instead of shown.
+COLLECTION_TOKENS = 360
+
+
 def _cell(value: Any) -> str:
     """A field's value in a row: text and numbers as they are, nothing for None, anything else as compact JSON."""
     if value is None:
@@ -36,9 +43,17 @@ def render_rows(kind: MemoryKind, documents: Sequence[Mapping[str, Any]]) -> str
     """A collection's documents as a table: a line naming the schema's fields, then one line of values each."""
     if not documents:
         return ""
-    fields = list(kind.schema.model_fields)
-    rows = [f"- {' | '.join(_cell(document.get(name)) for name in fields)}" for document in documents]
-    return "\n".join([f"({' | '.join(fields)})", *rows])
+    fields = " | ".join(kind.schema.model_fields)
+    return "\n".join([f"({fields})", *(_row(kind, document) for document in documents)])
+
+
+def _row(kind: MemoryKind, document: Mapping[str, Any]) -> str:
+    return f"- {' | '.join(_cell(document.get(name)) for name in kind.schema.model_fields)}"
+
+
+def _document_tokens(kind: MemoryKind, document: Mapping[str, Any]) -> int:
+    """About how many tokens one document adds to its kind's section of the prompt."""
+    return count_text_tokens(kind.render([document]) if kind.render is not None else _row(kind, document))
 
 
 def render_documents(kind: MemoryKind, documents: Sequence[Mapping[str, Any]]) -> str:
@@ -53,10 +68,22 @@ def render_documents(kind: MemoryKind, documents: Sequence[Mapping[str, Any]]) -
     return render_rows(kind, documents)
 
 
-def render_collection(kind: MemoryKind, items: Iterable[Item], hidden_open: int = 0, hidden_closed: int = 0) -> str:
-    """A collection's documents the prompt shows (`render_documents`), then a count of those it leaves out: open
-    and closed apart for a kind with a status field."""
-    lines = [render_documents(kind, [item.value for item in items])]
+def render_collection(kind: MemoryKind, selection: Selection, budget: int = COLLECTION_TOKENS) -> str:
+    """A collection's documents the prompt shows (`render_documents`), the most relevant that fit in `budget`
+    tokens (a list of large documents shows fewer of them), then a count of those it leaves out: open and closed
+    apart for a kind with a status field."""
+    by_key = {item.key: item for item in selection.items}
+    kept: set[str] = set()
+    for key in selection.relevance or by_key:
+        budget -= _document_tokens(kind, by_key[key].value)
+        if budget < 0 and kept:
+            break
+        kept.add(key)
+    shown = [item for item in selection.items if item.key in kept]
+    dropped = [item.value for item in selection.items if item.key not in kept]
+    hidden_open = selection.hidden_open + sum(map(kind.is_open, dropped))
+    hidden_closed = selection.hidden_closed + len(dropped) - sum(map(kind.is_open, dropped))
+    lines = [render_documents(kind, [item.value for item in shown])]
     if kind.status_field and (hidden_open or hidden_closed):
         lines.append(NOT_SHOWN_OPEN_AND_CLOSED.format(open=hidden_open, closed=hidden_closed))
     elif hidden_open + hidden_closed:

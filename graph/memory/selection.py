@@ -46,11 +46,13 @@ COMMON = 256
 
 @dataclass(frozen=True)
 class Selection:
-    """The items of a collection a prompt shows (oldest first) and how many open and closed items it leaves out."""
+    """The items of a collection a prompt shows (oldest first), how many open and closed items it leaves out, and
+    the shown items' keys, the most relevant first (`relevance`)."""
 
     items: list[Item]
     hidden_open: int = 0
     hidden_closed: int = 0
+    relevance: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -345,7 +347,8 @@ def choose(candidates: Candidates, limit: int, semantic_hits: Sequence[Item] = (
     """Pick up to `limit` items by relevance from the candidates; count the rest."""
     ranked = candidates.ranked
     if candidates.total <= limit:
-        return Selection(_oldest_first(r.item for r in ranked))
+        recent_first = sorted((r.item for r in ranked), key=lambda item: (item.updated_at, item.created_at), reverse=True)
+        return Selection(_oldest_first(recent_first), relevance=tuple(item.key for item in recent_first))
     quotas = Quotas(limit)
 
     def by(ordering: str, quota: float) -> list[Item]:
@@ -366,7 +369,7 @@ def choose(candidates: Candidates, limit: int, semantic_hits: Sequence[Item] = (
         chosen.setdefault(item.key, item)
     shown = _oldest_first(chosen.values())
     hidden_open = candidates.open_total - sum(1 for item in shown if candidates.kind.is_open(item.value))
-    return Selection(shown, hidden_open, candidates.total - len(shown) - hidden_open)
+    return Selection(shown, hidden_open, candidates.total - len(shown) - hidden_open, tuple(chosen))
 
 
 def _oldest_first(items) -> list[Item]:

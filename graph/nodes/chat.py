@@ -3,7 +3,6 @@
 import functools
 import itertools
 from collections.abc import Sequence
-from functools import partial
 from typing import Annotated, Literal
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
@@ -78,8 +77,9 @@ def memory_content(kind: MemoryKind, memories: TurnMemories) -> str:
     if not kind.collection:
         return render_documents(kind, memories.documents[kind.name])
     shown = memories.prompt[kind.name]
-    render = render_todos if kind.name == TODO.name else partial(render_collection, kind)
-    return render(shown.items, shown.hidden_open, shown.hidden_closed)
+    if kind.name == TODO.name:
+        return render_todos(shown.items, shown.hidden_open, shown.hidden_closed)
+    return render_collection(kind, shown)
 
 
 def chat_system_message(
