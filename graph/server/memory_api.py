@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from graph.memory.kinds import configured_kinds
 from graph.memory.store import InvalidUserIdError, check_user_id
 from graph.server.auth import auth_enabled, authenticate
 from graph.server.limits import MAX_SEARCH_LIMIT, MAX_STORE_VALUE_BYTES
@@ -113,7 +114,7 @@ def _base(body: dict[str, Any]) -> Any:
 def _memories(store: BaseStore, user_id: str, request: Request, body: dict[str, Any]) -> Response:
     """Everything the page shows, with an ETag: a poll that finds nothing new gets 304."""
     shown = _number(request, "history", HISTORY_SHOWN, MAX_HISTORY_SHOWN)
-    content = json.dumps(read_memories(store, user_id, current_settings().memory_kinds, shown), ensure_ascii=False).encode()
+    content = json.dumps(read_memories(store, user_id, configured_kinds(), shown), ensure_ascii=False).encode()
     tag = f'"{hashlib.sha256(content).hexdigest()[:32]}"'
     if request.headers.get("if-none-match") == tag:
         return Response(status_code=304, headers={**PRIVATE, "ETag": tag})
