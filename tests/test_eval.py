@@ -133,3 +133,8 @@ def test_a_model_that_writes_tool_calls_as_text_costs_what_never_routing_costs_o
     )
     # The calls written out are what the user reads: the Chinese replies that carried them read as English.
     assert never.right_language - as_text.right_language == chinese_turns(suite, routing_only=True) == 5
+
+
+def test_a_model_that_writes_tool_calls_as_text_loses_nothing_on_this_agent(oracle):
+    suite = load_cases("single-*,chinese")  # the calls written as text are recognised, run and kept out of the reply
+    assert without_costs(total(play(suite, flaw="text-tool-calls"))) == without_costs(oracle_total(oracle, suite))
