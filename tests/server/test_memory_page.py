@@ -6,6 +6,7 @@ then reads, edits, deletes and undoes them, and every step is checked in the ser
 Every page must log no JavaScript error. Screenshots land in `tests/server/screenshots/latest/`.
 """
 
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -24,10 +25,12 @@ from tests.support.langgraph_server import (
     new_thread,
     offline_environment,
     play,
+    scratch_config,
     token_environment,
     token_server,
 )
 from tests.support.openai_stub import OpenAIStub, text_reply, tool_calls_reply
+from tests.support.page_kinds import KINDS as PAGE_KINDS
 from tests.support.stored_names import INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_KEY, TODO
 from tests.support.stub_script import Script, update
 
@@ -70,6 +73,11 @@ def server(request: pytest.FixtureRequest, stub: OpenAIStub, tmp_path_factory: p
     `tests.support.page_kinds` besides the tutorial's: `langgraph dev`, then Aegra."""
     scratch = tmp_path_factory.mktemp(f"memory-page-{request.param}")
     environment = token_environment(scratch, stub, TOKENS, MAISTRO_MEMORY_KINDS=KINDS_SETTING)
+    if request.param == "aegra":  # Aegra files SDK store calls on a kind not in `store.scopes` under ("users", ...)
+        config = scratch_config(scratch, "aegra.json")
+        spec = json.loads(config.read_text())
+        spec["store"]["scopes"].update({kind.name: ["user_label"] for kind in PAGE_KINDS})
+        config.write_text(json.dumps(spec))
     with api_server(request.param, scratch, environment, postgres_url) as url:
         yield url
 
