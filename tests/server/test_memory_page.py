@@ -515,6 +515,8 @@ RUN = {
     "started": "2026-03-02",
     "target": 3,
     "shared": False,
+    "days": ["Mon", "Thu"],
+    "buddy": None,
     "steps": [{"what": "Stretch", "minutes": 5}, {"what": "Jog around the lake", "minutes": 30}],
 }
 READ = {
@@ -523,6 +525,8 @@ READ = {
     "started": "2026-04-01",
     "target": 6.5,
     "shared": True,
+    "days": ["Sat", "Sun"],
+    "buddy": None,
     "steps": [{"what": "Pick a novel", "minutes": None}],
 }
 
@@ -547,11 +551,13 @@ def test_an_added_kind_is_added_edited_searched_deleted_and_undone_from_forms_it
 
     panel.get_by_role("button", name="Add habit").click()
     form = panel.get_by_role("form", name="Add a habit")
-    form.get_by_label("Name").fill(READ["name"])
+    form.get_by_label("Name").first.fill(READ["name"])  # the habit's; the second is in the Buddy group
     expect(form.get_by_label("Frequency")).to_have_value("0")  # the schema's default, daily
     form.get_by_label("Started").fill(READ["started"])
     form.get_by_label("Target").fill("6.5")
     form.get_by_label("Shared").check()
+    form.get_by_label("Sat").check()
+    form.get_by_label("Sun").check()
     form.get_by_role("button", name="Add step").click()
     form.get_by_label("What").fill("Pick a novel")
     form.get_by_role("button", name="Save").click()
@@ -563,6 +569,7 @@ def test_an_added_kind_is_added_edited_searched_deleted_and_undone_from_forms_it
     run.get_by_role("button", name=f"Edit: {RUN['name']}").click()
     form = panel.get_by_role("form", name=f"Edit {RUN['name']}")
     form.get_by_label("Frequency").select_option(label="monthly")
+    form.get_by_role("group", name="Buddy").get_by_label("Name").fill("Sam")
     form.get_by_role("button", name="Remove step 1").click()
     expect(form.get_by_role("group", name="Step 1").get_by_label("What")).to_have_value("Jog around the lake")
     form.get_by_role("group", name="Step 1").get_by_label("Minutes").fill("40")
@@ -570,13 +577,15 @@ def test_an_added_kind_is_added_edited_searched_deleted_and_undone_from_forms_it
     form.get_by_role("group", name="Step 2").get_by_label("What").fill("Cool down")
     form.get_by_role("button", name="Save").click()
     expect(page.get_by_role("status")).to_have_text(f"Saved “{RUN['name']}”.")
-    edited = {**RUN, "frequency": "monthly", "steps": [{"what": "Jog around the lake", "minutes": 40}, {"what": "Cool down", "minutes": None}]}
+    edited = {**RUN, "frequency": "monthly", "buddy": {"name": "Sam", "phone": None}, "steps": [{"what": "Jog around the lake", "minutes": 40}, {"what": "Cool down", "minutes": None}]}
     assert habits(alice, ALICE)[RUN["name"]] == ("run", edited)
     newest = page.locator("#history-list > li").first
     expect(newest).to_contain_text(f"Habit “{RUN['name']}” changed")
     expect(newest).to_contain_text("steps: (what Stretch, minutes 5 min), (what Jog around the lake, minutes 30 min) → "
                                    "(what Jog around the lake, minutes 40 min), (what Cool down)")
-    assert stored_history(alice, ALICE)[-1]["message"] == f"Changed frequency, steps {PAGE_SOURCE}"
+    expect(newest).to_contain_text("buddy: none → (name Sam)")
+    expect(run.get_by_role("definition").filter(has_text="Sam")).to_have_count(2)  # the buddy's table, and its name
+    assert stored_history(alice, ALICE)[-1]["message"] == f"Changed buddy, frequency, steps {PAGE_SOURCE}"
 
     read_card = panel.locator("li", has=page.get_by_role("heading", name=READ["name"]))
     read_card.get_by_role("button", name=f"Edit: {READ['name']}").click()
@@ -609,6 +618,7 @@ def test_an_added_kind_is_added_edited_searched_deleted_and_undone_from_forms_it
     page.get_by_role("button", name="Save tone").click()
     expect(page.get_by_role("status")).to_have_text("Saved your tone.")
     assert stored(alice, "tone", ALICE, "user_tone") == {"memory": "Warm, brief, no emoji."}
+    expect(page.locator("#kind-tone .text")).to_have_text("Warm, brief, no emoji.")
     screenshot(page, "custom-kinds.png")
 
 

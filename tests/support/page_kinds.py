@@ -1,6 +1,6 @@
 """Memory kinds of every shape the memory page edits from a JSON schema, for its browser tests
-(MAISTRO_MEMORY_KINDS names `KINDS`): a habit list whose documents hold an enum, a date, numbers, a boolean and
-a nested list of records, and a free-text tone, besides `tests.support.custom_kinds`' contacts and health notes."""
+(MAISTRO_MEMORY_KINDS names `KINDS`): a habit list whose documents hold an enum, a date, numbers, a boolean, a list of
+choices, an optional nested record and a nested list of records, and a free-text tone, besides `tests.support.custom_kinds`' contacts and health notes."""
 
 from datetime import date
 from typing import Literal, Optional
@@ -18,6 +18,13 @@ class Step(BaseModel):
     minutes: Optional[int] = Field(None, description="How long it takes (minutes).")
 
 
+class Buddy(BaseModel):
+    """Someone who keeps the habit with the user."""
+
+    name: str = Field(description="Their name.")
+    phone: Optional[str] = Field(None, description="Their phone number.")
+
+
 class Habit(BaseModel):
     """A habit the user is building."""
 
@@ -26,6 +33,10 @@ class Habit(BaseModel):
     started: Optional[date] = Field(None, description="When the user started it.")
     target: Optional[float] = Field(None, description="Times a week the user aims for.")
     shared: bool = Field(False, description="Whether a friend does it too.")
+    days: list[Literal["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]] = Field(
+        default_factory=list, description="The days of the week it is done on."
+    )
+    buddy: Optional[Buddy] = Field(None, description="Who does it with the user.")
     steps: list[Step] = Field(default_factory=list, description="The steps, in order.")
 
 

@@ -256,14 +256,16 @@ function documentPath(kind, key) {
   return `kinds/${encodeURIComponent(kind.name)}/documents/${encodeURIComponent(key)}`;
 }
 
-// Run one change; on success show `describe(result)` and reload, on a conflict close the editor and reload, and
-// always re-enable the button. A write the server found to change nothing (`saved: false`) says so.
-async function change(button, request, describe) {
+// Run one change; on success show `describe(result)` and reload (`fromEditor`: with the editor closed), on a
+// conflict close the editor and reload, and always re-enable the button. A write the server found to change
+// nothing (`saved: false`) says so.
+async function change(button, request, describe, fromEditor = false) {
   if (button) button.disabled = true;
   try {
     const { data } = await request();
     let text = data.saved === false ? "Nothing changed." : describe(data);
     if (data.secrets && data.secrets.length) text += ` Left out as secret: ${data.secrets.join(", ")}.`;
+    if (fromEditor) state.editing = null;
     showNotice(text);
     return true;
   } catch (error) {
@@ -615,9 +617,10 @@ function control(root, name, field, value, required, label = fieldLabel(name, fi
   };
 }
 
-// The fields of an object, in a fieldset; an optional one left empty is null.
+// The fields of an object, in a fieldset; an optional one left empty is null (so none of its fields is required
+// of the browser's form check).
 function recordControl(root, schema, value, label, nullable) {
-  const required = schema.required || [];
+  const required = nullable ? [] : schema.required || [];
   const controls = properties(root, schema).map(({ name, field }) => ({ name, ...control(root, name, field, value ? value[name] : undefined, required.includes(name)) }));
   const read = () => {
     const record = Object.fromEntries(controls.map((part) => [part.name, part.read()]));
@@ -706,8 +709,8 @@ function openEditor(kind, entry, where) {
       if (!kind.collection) return `Saved your ${kind.title}.`;
       const called = documentName(kind, { key: data.key, value: data.value });
       return entry ? `Saved ${quoted(called)}.` : `Added ${kind.label} ${quoted(called)}.`;
-    });
-    if (saved) closeEditor(true);
+    }, true);
+    if (saved) refocus(kind.name, key);
   });
   form.addEventListener("keydown", (event) => {
     if (event.key === "Escape") closeEditor(true);
@@ -725,15 +728,18 @@ function openEditor(kind, entry, where) {
   if (first) first.focus();
 }
 
-function closeEditor(refocus) {
+function closeEditor(focusBack) {
   const editing = state.editing;
   state.editing = null;
   if (state.view) render();
-  if (refocus && editing) {
-    const focus = editing.key === null ? `${editing.kind}:add` : `${editing.kind}:${editing.key}:edit`;
-    const button = document.querySelector(`[data-focus="${CSS.escape(focus)}"]`);
-    if (button) button.focus();
-  }
+  if (focusBack && editing) refocus(editing.kind, editing.key);
+}
+
+// Put the keyboard focus back on the button that opened an editor (Edit, or Add for a new document).
+function refocus(kindName, key) {
+  const focus = key === null ? `${kindName}:add` : `${kindName}:${key}:edit`;
+  const button = document.querySelector(`[data-focus="${CSS.escape(focus)}"]`);
+  if (button) button.focus();
 }
 
 // --- search: every kind with indexed fields ---------------------------------------------------------------------
