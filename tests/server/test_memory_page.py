@@ -14,7 +14,7 @@ import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Locator, Page, expect
 
 from graph.memory.store import HISTORY, user_label
 from graph.server.limits import MAX_STORE_VALUE_BYTES
@@ -154,10 +154,13 @@ def tasks_shown(page: Page) -> list[str]:
     return page.locator("#kind-todo h3").all_inner_texts()
 
 
-def screenshot(page: Page, name: str, full_page: bool = True) -> None:
-    """Save a screenshot from the test run (the whole page, or what the window shows)."""
+def screenshot(shown: Page | Locator, name: str, full_page: bool = True) -> None:
+    """Save a screenshot from the test run (the whole page, what the window shows, or one element)."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / name), full_page=full_page)
+    if isinstance(shown, Locator):
+        shown.screenshot(path=str(SCREENSHOTS / name))
+    else:
+        shown.screenshot(path=str(SCREENSHOTS / name), full_page=full_page)
 
 
 def test_a_user_sees_what_a_chat_saved_edits_deletes_and_undoes_and_the_store_follows(server, script, open_tab):
@@ -575,6 +578,7 @@ def test_an_added_kind_is_added_edited_searched_deleted_and_undone_from_forms_it
     form.get_by_role("group", name="Step 1").get_by_label("Minutes").fill("40")
     form.get_by_role("button", name="Add step").click()
     form.get_by_role("group", name="Step 2").get_by_label("What").fill("Cool down")
+    screenshot(form, "custom-kinds-editor.png")
     form.get_by_role("button", name="Save").click()
     expect(page.get_by_role("status")).to_have_text(f"Saved “{RUN['name']}”.")
     edited = {**RUN, "frequency": "monthly", "buddy": {"name": "Sam", "phone": None}, "steps": [{"what": "Jog around the lake", "minutes": 40}, {"what": "Cool down", "minutes": None}]}
@@ -612,6 +616,8 @@ def test_an_added_kind_is_added_edited_searched_deleted_and_undone_from_forms_it
     page.get_by_role("button", name=f"Undo: Habit “{READ['name']}” deleted").click()
     expect(page.get_by_role("status")).to_have_text(f"Undone: Habit “{READ['name']}” deleted.")
     assert habits(alice, ALICE)[READ["name"]] == (read_key, elsewhere)
+    expect(panel.locator("h3")).to_have_count(2)
+    screenshot(panel, "custom-kinds.png")
 
     page.get_by_role("button", name="Edit: Tone").click()
     page.get_by_label("How the user wants the assistant to sound").fill("Warm, brief, no emoji.")
@@ -619,7 +625,6 @@ def test_an_added_kind_is_added_edited_searched_deleted_and_undone_from_forms_it
     expect(page.get_by_role("status")).to_have_text("Saved your tone.")
     assert stored(alice, "tone", ALICE, "user_tone") == {"memory": "Warm, brief, no emoji."}
     expect(page.locator("#kind-tone .text")).to_have_text("Warm, brief, no emoji.")
-    screenshot(page, "custom-kinds.png")
 
 
 def test_bad_documents_of_an_added_kind_get_a_400_with_one_sentence_and_change_nothing(server):

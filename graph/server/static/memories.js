@@ -598,7 +598,7 @@ function control(root, name, field, value, required, label = fieldLabel(name, fi
       const box = el("input", { type: "checkbox", id: uniqueId(`edit-${name}`), checked: Array.isArray(initial) && initial.some((chosen) => same(chosen, option)) });
       return { option, box, node: el("div", { class: "check" }, box, el("label", { for: box.id, text: String(option) })) };
     });
-    return { node: el("fieldset", {}, el("legend", { text: label }), boxes.map((choice) => choice.node)), read: () => boxes.filter((choice) => choice.box.checked).map((choice) => choice.option) };
+    return { node: el("fieldset", { class: "choices" }, el("legend", { text: label }), boxes.map((choice) => choice.node)), read: () => boxes.filter((choice) => choice.box.checked).map((choice) => choice.option) };
   }
   if (type === "record") return recordControl(root, field, isRecord(initial) ? initial : undefined, label, field.nullable);
   if (type === "records") return recordsControl(root, name, field, Array.isArray(initial) ? initial : [], label);
@@ -626,7 +626,8 @@ function recordControl(root, schema, value, label, nullable) {
     const record = Object.fromEntries(controls.map((part) => [part.name, part.read()]));
     return nullable && Object.values(record).every(isEmpty) ? null : record;
   };
-  const node = label === null ? el("div", {}, controls.map((part) => part.node)) : el("fieldset", {}, el("legend", { text: label }), controls.map((part) => part.node));
+  const node = label === null ? el("div", { class: "fields" }, controls.map((part) => part.node))
+    : el("fieldset", { class: "fields" }, el("legend", { text: label }), controls.map((part) => part.node));
   return { node, read };
 }
 
@@ -716,9 +717,10 @@ function openEditor(kind, entry, where) {
     if (event.key === "Escape") closeEditor(true);
   });
   if (entry) {
+    where.classList.add("editing");
     where.replaceChildren(form);
   } else {
-    const card = el("li", { class: "card new" }, form);
+    const card = el("li", { class: "card editing" }, form);
     const list = where.querySelector(".cards");
     list.prepend(card);
     const empty = where.querySelector(".empty");
