@@ -62,6 +62,12 @@ TOYOTA = {
 }
 PAGE_SOURCE = "on the memory page"
 KINDS_SETTING = "tests.support.page_kinds:KINDS"
+# The page's controls that have no label, no aria-label and no text (a script for `page.evaluate`).
+UNLABELLED = (
+    "[...document.querySelectorAll('input, select, textarea, button')]"
+    ".filter(c => !c.hidden && !(c.labels && c.labels.length) && !c.getAttribute('aria-label') && !c.textContent.trim())"
+    ".map(c => c.outerHTML)"
+)
 # A Playwright assertion waits this long: the server embeds ToDos and the machine is shared.
 expect.set_options(timeout=20_000)
 
@@ -284,12 +290,7 @@ def test_the_page_works_by_keyboard_and_on_a_phone(server, script, open_tab):
     page.keyboard.press("Escape")
     expect(page.get_by_role("button", name="Edit: Water the ferns")).to_be_focused()
 
-    unlabelled = page.evaluate(
-        "[...document.querySelectorAll('input, select, textarea, button')]"
-        ".filter(c => !c.hidden && !(c.labels && c.labels.length) && !c.getAttribute('aria-label') && !c.textContent.trim())"
-        ".map(c => c.outerHTML)"
-    )
-    assert unlabelled == []
+    assert page.evaluate(UNLABELLED) == []
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"], "no sideways scrolling on a phone"
     screenshot(page, "memory-page-phone.png")
 
@@ -563,6 +564,7 @@ def test_an_added_kind_is_added_edited_searched_deleted_and_undone_from_forms_it
     form.get_by_label("Sun").check()
     form.get_by_role("button", name="Add step").click()
     form.get_by_label("What").fill("Pick a novel")
+    assert page.evaluate(UNLABELLED) == [], "every control of the generated form is labelled"
     form.get_by_role("button", name="Save").click()
     expect(page.get_by_role("status")).to_have_text(f"Added habit “{READ['name']}”.")
     read_key, read = habits(alice, ALICE)[READ["name"]]

@@ -48,6 +48,11 @@ class Tone(BaseModel):
 
 HABIT = MemoryKind(name="habit", schema=Habit, collection=True, description="habits the user is building", label="habit")
 TONE = MemoryKind(
-    name="tone", schema=Tone, collection=False, text=True, description="how the user wants the assistant to sound"
+    name="tone",
+    schema=Tone,
+    collection=False,
+    text=True,
+    description="how the user wants the assistant to sound",
+    label="tone",
 )
 KINDS = [*CUSTOM_KINDS, HABIT, TONE]

@@ -356,6 +356,7 @@ function documentName(kind, entry) {
 }
 
 function renderSections() {
+  $("search-form").hidden = !state.view.kinds.some((kind) => kind.searchable);
   $("sections").replaceChildren(
     ...state.view.kinds.map((kind) => el("a", { href: `#${panelId(kind)}`, text: capitalized(kind.title) })),
     el("a", { href: "#history", text: "History" }),
@@ -432,7 +433,7 @@ function kindPanel(kind) {
 
 function fieldsList(root, schema, value) {
   return el("dl", {}, properties(root, schema).flatMap(({ name, field }) => [
-    el("dt", { text: fieldLabel(name, field).replace(/ \(minutes\)$/, "") }),
+    el("dt", { text: humanized(name) }),
     el("dd", {}, fieldValue(root, name, field, value[name], value)),
   ]));
 }
@@ -691,7 +692,7 @@ function openEditor(kind, entry, where) {
     event.preventDefault();
     let value;
     try {
-      value = kind.text ? { ...(stored || {}), memory: fields.read() } : fields.read();
+      value = kind.text ? { memory: fields.read() } : fields.read();
     } catch (error) {
       if (!(error instanceof FormProblem)) throw error;
       showProblem(error.message);
