@@ -70,6 +70,8 @@ UNLABELLED = (
 )
 # A Playwright assertion waits this long: the server embeds ToDos and the machine is shared.
 expect.set_options(timeout=20_000)
+# Seconds an API request may take on the shared machine.
+WAIT = 30
 
 
 @pytest.fixture(scope="module", params=SERVER_KINDS)
@@ -311,9 +313,9 @@ def test_the_other_user_sees_and_changes_none_of_it(server, script, open_tab):
 
     api = f"{server}/memories/api"
     as_bob = {"Authorization": f"Bearer {TOKENS[BOB]}"}
-    view = httpx.get(f"{api}/memories", params={"user_id": ALICE}, headers=as_bob).json()
+    view = httpx.get(f"{api}/memories", params={"user_id": ALICE}, headers=as_bob, timeout=WAIT).json()
     assert (view["user_id"], view["documents"][TODO], view["history"]) == (BOB, [], [])
-    searched = httpx.get(f"{api}/search", params={"query": "surprise party", "user_id": ALICE}, headers=as_bob).json()
+    searched = httpx.get(f"{api}/search", params={"query": "surprise party", "user_id": ALICE}, headers=as_bob, timeout=WAIT).json()
     assert searched["results"] == []
     attempts = [
         ("PATCH", f"{api}/kinds/{TODO}/documents/{key}", {"value": {"status": "done"}}),
@@ -323,16 +325,16 @@ def test_the_other_user_sees_and_changes_none_of_it(server, script, open_tab):
     ]
     for method, url, body in attempts:
         for params in ({}, {"user_id": ALICE}):
-            answer = httpx.request(method, url, json=body, params=params, headers={"X-Api-Key": TOKENS[BOB]})
+            answer = httpx.request(method, url, json=body, params=params, headers={"X-Api-Key": TOKENS[BOB]}, timeout=WAIT)
             assert answer.status_code == 404, (method, url, answer.text)
     profile = {"name": "Bob", "location": None, "job": None, "connections": [], "interests": []}
-    saved = httpx.put(f"{api}/kinds/{PROFILE}/documents/{PROFILE_KEY}", params={"user_id": ALICE}, json={"value": profile}, headers=as_bob)
+    saved = httpx.put(f"{api}/kinds/{PROFILE}/documents/{PROFILE_KEY}", params={"user_id": ALICE}, json={"value": profile}, headers=as_bob, timeout=WAIT)
     assert saved.status_code == 200 and stored(sdk(server, BOB), PROFILE, BOB, PROFILE_KEY) == profile
 
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"X-Api-Key": "wrong"}):
         writes = [("PUT", f"{api}/kinds/{PROFILE}/documents/{PROFILE_KEY}", {"value": profile}), ("POST", f"{api}/kinds/{TODO}/documents", {"value": before})]
         for method, url, body in [("GET", f"{api}/memories", None), *writes, *attempts]:
-            answer = httpx.request(method, url, json=body, params={"user_id": ALICE}, headers=headers)
+            answer = httpx.request(method, url, json=body, params={"user_id": ALICE}, headers=headers, timeout=WAIT)
             assert answer.status_code == 401 and answer.json()["detail"], (method, url, headers)
     assert (stored_todos(alice, ALICE), stored_history(alice, ALICE), stored(alice, PROFILE, ALICE, PROFILE_KEY)) == alice_before
     assert before["status"] == "not started"
@@ -363,15 +365,15 @@ def test_bad_edits_get_one_sentence_and_change_nothing(server, script, open_tab)
     }
     for status, bodies in refusals.items():
         for body in bodies:
-            answer = httpx.patch(url, json=body, headers=headers)
+            answer = httpx.patch(url, json=body, headers=headers, timeout=WAIT)
             assert answer.status_code == status, (body, answer.text)
             assert answer.json()["detail"].endswith("."), answer.text
-    assert httpx.patch(url, content=b"{not json", headers=headers).status_code == 400
-    huge = httpx.patch(url, content=b"{" + b" " * MAX_BODY_BYTES + b"}", headers=headers)
+    assert httpx.patch(url, content=b"{not json", headers=headers, timeout=WAIT).status_code == 400
+    huge = httpx.patch(url, content=b"{" + b" " * MAX_BODY_BYTES + b"}", headers=headers, timeout=WAIT)
     assert huge.status_code == 413
-    assert httpx.patch(f"{server}/memories/api/kinds/{TODO}/documents/no-such-key", json={"value": {}}, headers=headers).status_code == 404
-    assert httpx.put(f"{server}/memories/api/kinds/no_such_kind/documents/x", json={"value": {}}, headers=headers).status_code == 404
-    assert httpx.post(f"{server}/memories/api/history/no-such-change/undo", headers=headers).status_code == 404
+    assert httpx.patch(f"{server}/memories/api/kinds/{TODO}/documents/no-such-key", json={"value": {}}, headers=headers, timeout=WAIT).status_code == 404
+    assert httpx.put(f"{server}/memories/api/kinds/no_such_kind/documents/x", json={"value": {}}, headers=headers, timeout=WAIT).status_code == 404
+    assert httpx.post(f"{server}/memories/api/history/no-such-change/undo", headers=headers, timeout=WAIT).status_code == 404
     assert (stored_todos(alice, ALICE), stored_history(alice, ALICE)) == before
 
     page = open_tab(expected=("400",))
@@ -646,7 +648,7 @@ def test_bad_documents_of_an_added_kind_get_a_400_with_one_sentence_and_change_n
          "Your tone is one document: save it rather than adding another."),
     ]
     for method, url, body, detail in refusals:
-        answer = httpx.request(method, url, json=body, headers=headers)
+        answer = httpx.request(method, url, json=body, headers=headers, timeout=WAIT)
         assert (answer.status_code, answer.json()["detail"]) == (400, detail), body
-    assert httpx.post(f"{api}/no_such_kind/documents", json={"value": {}}, headers=headers).status_code == 404
+    assert httpx.post(f"{api}/no_such_kind/documents", json={"value": {}}, headers=headers, timeout=WAIT).status_code == 404
     assert (habits(alice, ALICE), stored_history(alice, ALICE)) == before
