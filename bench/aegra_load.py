@@ -1,30 +1,47 @@
-"""Load on the API servers: `python -m bench.aegra_load [--clients 32] [--turns 3] [--latency 0.2] [--postgres URL]`.
+"""Load on the API servers: `python -m bench.aegra_load [--clients 32] [--turns 3] [--arrivals 60] [--latency 0.2]`.
 
-The same load runs on one default `langgraph dev` and on two Aegra instances sharing one PostgreSQL and one
-Redis, in the same run: `--clients` users, each with their own token and thread, send `--turns` one-memory turns
-("add chore: ...") at once through the Python SDK, streaming each run to its end as Agent Chat UI does
-(`runs.stream`; Aegra's `runs.wait` polls for the end every 2 s when it runs with Redis); on Aegra each user's turns alternate between the
-two instances, so every thread is continued on the instance it did not start on. The model is the benchmark's
-chore-keeping stub (`bench.chore_endpoint`) answering each call `--latency` seconds late (a one-memory turn is
-three calls). Printed per server: a lone client's median turn, then under load turns/s, p50 and p95 turn time,
-errors, and memories lost or duplicated (each user's ToDos read back through the SDK must be exactly the chores
-they sent), and Aegra's figures against the targets (>= 3x langgraph dev's turns/s, p95 <= 3x a lone turn).
-PostgreSQL: `--postgres` (a server URL), else MAISTRO_TEST_DATABASE_URL, else a throwaway server.
+Three loads, through the Python SDK, streaming each run to its end as Agent Chat UI does (`runs.stream`; Aegra's
+`runs.wait` polls for the end every 2 s when it runs with Redis), every turn a one-memory turn ("add chore: ..."),
+every user with their own token and thread:
+
+- a lone client's turns: the median is the turn time with nothing else running;
+- saturation, a closed loop: `--clients` users send `--turns` turns each, the next as soon as the last ended. The
+  turns/s it reaches is the server's throughput; its latencies are not a figure of merit, since with N clients
+  always waiting Little's law fixes the mean at about N / throughput whatever the server does;
+- on Aegra, an open loop at 50% and at 80% of that throughput: `--arrivals` turns each (at most
+  `--arrival-seconds` of arrivals), each by a new user on a new thread, arriving at the given rate whether or not
+  the earlier ones have finished (Poisson arrivals from a fixed seed, or `--spacing even`). A turn's time runs from
+  its scheduled arrival to the end of its stream. Target: p95 <= 3x the lone turn.
+
+`langgraph dev` (one default instance) gets the lone turns and the closed loop, for the throughput comparison;
+Aegra runs as two instances sharing one PostgreSQL and one Redis, each user's turns alternating between them, so
+every thread is continued on the instance it did not start on. The model is the benchmark's chore-keeping stub
+(`bench.chore_endpoint`) in a process of its own, answering each call `--latency` s late (a one-memory turn is
+three calls). Afterwards each user's ToDos are read back through the SDK and must be exactly the chores they sent.
+CPU milliseconds per turn are counted for each phase by process tree (user + system time of the processes and of
+their ended children): the servers, PostgreSQL (the server listening on the database's port: a shared one counts
+others' work too), Redis, the embedding server, the model stub, and this process (the clients).
+PostgreSQL: `--postgres` (a server URL), else a throwaway server.
 """
 
 import argparse
 import asyncio
-import os
+import multiprocessing
+import random
+import shutil
 import statistics
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from pathlib import Path
+from urllib.parse import urlparse
 
 import psutil
 from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
 
 from bench.chore_endpoint import ADD, ChoreEndpoint
 from graph.memory.store import user_label
@@ -35,25 +52,74 @@ from tests.support.stored_names import TODO
 
 LONE_TURNS = 5
 TOKEN_LENGTH = 24
-# Processes of this run by what they are, from their command lines (the first word that matches names them).
-PROCESS_KINDS = {"embedding_server": "embeddings", "redis-server": "Redis", "uvicorn": "Aegra", "aegra": "Aegra",
-                 "langgraph": "langgraph dev"}
+OPEN_LOOP_SHARES = (0.5, 0.8)
+TARGET_P95_OVER_LONE = 3.0
+TARGET_THROUGHPUT_OVER_DEV = 3.0
+TURN_TIMEOUT_SECONDS = 120
+CLIENTS = "clients"
+# The servers' processes by what they are, from the command line of each process this one started.
+PROCESS_KINDS = {"embedding_server": "embeddings", "redis-server": "Redis", "aegra": "Aegra", "langgraph": "langgraph dev",
+                 "multiprocessing": "model stub"}
 
 
 @dataclass
 class Load:
-    """What one load produced: each turn's seconds, the errors, and the memories that came out wrong."""
+    """What one load produced: each turn's seconds, the errors, the memories that came out wrong, and the CPU
+    seconds each kind of process spent while the turns ran (sign-in and read-back left out)."""
 
+    postgres: psutil.Process | None = None
     seconds: float = 0.0
     turns: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     wrong_memories: int = 0
+    cpu_seconds: dict[str, float] = field(default_factory=dict)
 
-    def figures(self) -> dict[str, float]:
-        """turns/s, p50 and p95 (seconds), errors, memories lost or duplicated."""
+    @contextmanager
+    def timed(self) -> Iterator[None]:
+        """Time the block (`seconds`) and count the CPU seconds each kind of process spends in it."""
+        before, started = cpu_seconds(self.postgres), time.perf_counter()
+        yield
+        self.seconds = time.perf_counter() - started
+        after = cpu_seconds(self.postgres)
+        self.cpu_seconds = {kind: after[kind] - before.get(kind, 0.0) for kind in after}
+
+    def figures(self) -> dict:
+        """turns/s, p50 and p95 (seconds), errors, memories lost or duplicated, CPU ms per turn by kind of process
+        and the cores busy on average."""
         cuts = statistics.quantiles(self.turns, n=20) if len(self.turns) > 1 else self.turns * 19
+        turns = max(len(self.turns), 1)
         return {"turns_per_s": len(self.turns) / self.seconds, "p50": statistics.median(self.turns), "p95": cuts[18],
-                "errors": len(self.errors), "wrong_memories": self.wrong_memories}
+                "errors": len(self.errors), "wrong_memories": self.wrong_memories,
+                "cpu_ms": {kind: 1000 * used / turns for kind, used in self.cpu_seconds.items()},
+                "cores": sum(self.cpu_seconds.values()) / self.seconds}
+
+
+@dataclass
+class User:
+    """One user's clients (one per server URL, with their token) and thread."""
+
+    name: str
+    clients: list[LangGraphClient]
+    thread_id: str = ""
+
+    async def turn(self, number: int, chore: str) -> None:
+        """Send `chore` as turn `number` (on instance `number` mod the URLs) and stream the run to its end."""
+        parts = self.clients[number % len(self.clients)].runs.stream(
+            self.thread_id, GRAPH_ID, input={"messages": [{"role": "user", "content": f"{ADD}{chore}"}]})
+        errors = [part.data async for part in parts if part.event == "error"]
+        if errors:
+            raise RuntimeError(errors[0])
+
+    async def wrong_memories(self, chores: list[str]) -> int:
+        """How many of the user's ToDos are missing, extra or duplicated against the chores they sent."""
+        items = (await self.clients[-1].store.search_items((TODO, user_label(self.name)), limit=100))["items"]
+        stored = sorted(item["value"]["task"] for item in items)
+        return len(set(stored) ^ set(chores)) + len(stored) - len(set(stored))
+
+    async def close(self) -> None:
+        """Close the user's clients."""
+        for client in self.clients:
+            await client.aclose()
 
 
 def tokens_for(users: list[str]) -> dict[str, str]:
@@ -61,66 +127,166 @@ def tokens_for(users: list[str]) -> dict[str, str]:
     return {user: f"{user}-{'k' * TOKEN_LENGTH}" for user in users}
 
 
-async def one_user(urls: list[str], user: str, token: str, turns: int, load: Load) -> None:
-    """One user's turns on their own thread, instance after instance, then their ToDos checked."""
-    clients = [get_client(url=url, headers={"Authorization": f"Bearer {token}"}, timeout=300) for url in urls]
-    try:
-        thread_id = (await clients[0].threads.create())["thread_id"]
-        chores = [f"{user} chore {n}" for n in range(turns)]
-        for n, chore in enumerate(chores):
+async def sign_in(urls: list[str], tokens: dict[str, str]) -> list[User]:
+    """A client per URL for every user, and a new thread each."""
+    users = [User(name, [get_client(url=url, headers={"Authorization": f"Bearer {token}"}, timeout=300) for url in urls])
+             for name, token in tokens.items()]
+    threads = await asyncio.gather(*(user.clients[0].threads.create() for user in users))
+    for user, thread in zip(users, threads):
+        user.thread_id = thread["thread_id"]
+    return users
+
+
+def chores_of(user: User, turns: int) -> list[str]:
+    """The chores `user` sends, one per turn."""
+    return [f"{user.name} chore {n}" for n in range(turns)]
+
+
+async def closed_loop(urls: list[str], tokens: dict[str, str], turns: int, load: Load) -> Load:
+    """Every user at once, each sending their next turn as soon as the last one ended."""
+    users = await sign_in(urls, tokens)
+
+    async def converse(user: User) -> None:
+        for n, chore in enumerate(chores_of(user, turns)):
             started = time.perf_counter()
             try:
-                parts = clients[n % len(clients)].runs.stream(
-                    thread_id, GRAPH_ID, input={"messages": [{"role": "user", "content": f"{ADD}{chore}"}]})
-                errors = [part.data async for part in parts if part.event == "error"]
-                if errors:
-                    raise RuntimeError(errors[0])
+                await user.turn(n, chore)
                 load.turns.append(time.perf_counter() - started)
             except Exception as error:
-                load.errors.append(f"{user} turn {n}: {error!r}"[:300])
-        items = (await clients[-1].store.search_items((TODO, user_label(user)), limit=100))["items"]
-        stored = sorted(item["value"]["task"] for item in items)
-        load.wrong_memories += len(set(stored) ^ set(chores)) + len(stored) - len(set(stored))
-    finally:
-        for client in clients:
-            await client.aclose()
+                load.errors.append(f"{user.name} turn {n}: {error!r}"[:300])
 
-
-async def drive(urls: list[str], tokens: dict[str, str], turns: int) -> Load:
-    """Every user at once: `turns` turns each."""
-    load = Load()
-    started = time.perf_counter()
-    await asyncio.gather(*(one_user(urls, user, token, turns, load) for user, token in tokens.items()))
-    load.seconds = time.perf_counter() - started
+    with load.timed():
+        await asyncio.gather(*(converse(user) for user in users))
+    load.wrong_memories = sum(await asyncio.gather(*(user.wrong_memories(chores_of(user, turns)) for user in users)))
+    await asyncio.gather(*(user.close() for user in users))
     return load
 
 
-def cpu_seconds() -> dict[str, float]:
-    """CPU seconds (user + system) used so far by this process (the clients and the model stub) and by each
-    kind of server process it started. PostgreSQL runs apart and is not counted."""
-    used = {"clients + model stub": sum(psutil.Process().cpu_times()[:2])}
-    for process in psutil.Process().children(recursive=True):
+def arrival_times(rate: float, count: int, seconds: float, spacing: str, seed: int) -> list[float]:
+    """When each turn arrives (seconds from the start): `count` at most, within `seconds`, at `rate` per second."""
+    gaps = random.Random(seed)
+    times, now = [], 0.0
+    while len(times) < count:
+        now += gaps.expovariate(rate) if spacing == "poisson" else (1 / rate if times else 0.0)
+        if now > seconds:
+            break
+        times.append(now)
+    return times
+
+
+async def open_loop(urls: list[str], tokens: dict[str, str], schedule: list[float], load: Load) -> Load:
+    """One turn per user at its time in `schedule`, whatever is still running; each timed from its arrival."""
+    users = await sign_in(urls, tokens)
+    start = time.perf_counter()
+
+    async def arrive(number: int, user: User, at: float) -> None:
+        await asyncio.sleep(max(0.0, start + at - time.perf_counter()))
         try:
-            command = " ".join(process.cmdline())
-            kind = next((name for word, name in PROCESS_KINDS.items() if word in command), "other")
-            used[kind] = used.get(kind, 0.0) + sum(process.cpu_times()[:2])
+            await asyncio.wait_for(user.turn(number, chores_of(user, 1)[0]), TURN_TIMEOUT_SECONDS)
+            load.turns.append(time.perf_counter() - (start + at))
+        except Exception as error:
+            load.errors.append(f"{user.name}: {error!r}"[:300])
+
+    with load.timed():
+        await asyncio.gather(*(arrive(number, user, at) for number, (user, at) in enumerate(zip(users, schedule))))
+    load.wrong_memories = sum(await asyncio.gather(*(user.wrong_memories(chores_of(user, 1)) for user in users)))
+    await asyncio.gather(*(user.close() for user in users))
+    return load
+
+
+def tree_cpu_seconds(root: psutil.Process) -> float:
+    """CPU seconds of a process tree: user + system of every living process and of the children each has reaped."""
+    total = 0.0
+    for process in [root, *root.children(recursive=True)]:
+        try:
+            times = process.cpu_times()
+            total += times.user + times.system + times.children_user + times.children_system
+        except psutil.NoSuchProcess:
+            continue
+    return total
+
+
+def listener(port: int) -> psutil.Process | None:
+    """The local process listening on TCP `port`, if this user may see it."""
+    for connection in psutil.net_connections(kind="tcp"):
+        if connection.status == psutil.CONN_LISTEN and connection.laddr.port == port and connection.pid:
+            return psutil.Process(connection.pid)
+    return None
+
+
+def kind_of(process: psutil.Process) -> str:
+    """What a process this one started is, from its command line (the first word of PROCESS_KINDS in it)."""
+    command = " ".join(process.cmdline())
+    return next((name for word, name in PROCESS_KINDS.items() if word in command), "other")
+
+
+def cpu_seconds(postgres: psutil.Process | None) -> dict[str, float]:
+    """CPU seconds used so far by each kind of process: the trees this process started, PostgreSQL's, and this
+    process's own (the clients)."""
+    own = psutil.Process()
+    used = {CLIENTS: sum(own.cpu_times()[:2])}
+    roots = [(kind_of(child), child) for child in own.children()] + ([("PostgreSQL", postgres)] if postgres else [])
+    for kind, root in roots:
+        try:
+            used[kind] = used.get(kind, 0.0) + tree_cpu_seconds(root)
         except psutil.NoSuchProcess:
             continue
     return used
 
 
-def measure(urls: list[str], names: Iterator[str], clients: int, turns: int) -> dict:
-    """A lone client's median turn, then the load of `clients` users: the figures of both, and the CPU
-    milliseconds each kind of process spent per turn under load."""
-    lone = asyncio.run(drive(urls, tokens_for([next(names)]), LONE_TURNS))
-    before = cpu_seconds()
-    loaded = asyncio.run(drive(urls, tokens_for([next(names) for _ in range(clients)]), turns))
-    after = cpu_seconds()
-    for error in loaded.errors[:5] + lone.errors[:5]:
+def figures(load: Load) -> dict:
+    """The load's figures, its first errors printed."""
+    for error in load.errors[:5]:
         print("   error:", error)
-    cpu = {kind: 1000 * (after[kind] - before.get(kind, 0.0)) / max(len(loaded.turns), 1) for kind in after}
-    return {"lone": statistics.median(lone.turns) if lone.turns else float("nan"), **loaded.figures(), "cpu": cpu,
-            "busy": sum(after.values()) - sum(before.values()), "seconds": loaded.seconds}
+    return load.figures()
+
+
+def lone_turn(urls: list[str], names: Iterator[str]) -> float:
+    """A lone client's median turn."""
+    load = asyncio.run(closed_loop(urls, tokens_for([next(names)]), LONE_TURNS, Load()))
+    return statistics.median(load.turns) if load.turns else float("nan")
+
+
+def measure(urls: list[str], names: Iterator[str], options: argparse.Namespace, postgres: psutil.Process | None,
+            open_loops: bool) -> dict:
+    """A server's lone turn, its saturation (closed loop), and with `open_loops` the open loops below it."""
+    rows = {"lone": lone_turn(urls, names)}
+    users = tokens_for([next(names) for _ in range(options.clients)])
+    rows["closed"] = figures(asyncio.run(closed_loop(urls, users, options.turns, Load(postgres))))
+    for share in OPEN_LOOP_SHARES if open_loops else ():
+        rate = share * rows["closed"]["turns_per_s"]
+        schedule = arrival_times(rate, options.arrivals, options.arrival_seconds, options.spacing, options.seed)
+        users = tokens_for([next(names) for _ in schedule])
+        rows[share] = {"rate": rate, **figures(asyncio.run(open_loop(urls, users, schedule, Load(postgres))))}
+    return rows
+
+
+def serve_model(latency: float, connection: Connection) -> None:
+    """The chore-keeping model stub, in a process of its own: send its URL, serve until told to stop."""
+    with ChoreEndpoint().start(latency) as stub:
+        connection.send(stub.base_url)
+        connection.recv()
+
+
+@dataclass
+class ModelProcess:
+    """Where the model stub's process answers (what `token_environment` reads)."""
+
+    base_url: str
+
+
+@contextmanager
+def model_process(latency: float) -> Iterator[ModelProcess]:
+    """The model stub in a child process (its CPU counted apart from the clients'); yield its URL."""
+    context = multiprocessing.get_context("spawn")
+    ours, theirs = context.Pipe()
+    process = context.Process(target=serve_model, args=(latency, theirs), daemon=True)
+    process.start()
+    try:
+        yield ModelProcess(ours.recv())
+    finally:
+        ours.send("stop")
+        process.join(10)
 
 
 @contextmanager
@@ -130,34 +296,55 @@ def postgres(url: str | None) -> Iterator[str]:
         yield url
         return
     directory = Path(tempfile.mkdtemp(prefix="maistro-bench-pg-"))
-    yield postgres_server.start(directory)
-    postgres_server.stop(directory)
+    try:
+        yield postgres_server.start(directory)
+    finally:
+        postgres_server.stop(directory)
+        shutil.rmtree(directory, ignore_errors=True)
 
 
-def print_row(name: str, row: dict[str, float]) -> None:
-    """One server's line of the table."""
-    print(f"{name:<32} {row['lone']:>7.2f} s {row['turns_per_s']:>9.2f} {row['p50']:>7.2f} s {row['p95']:>7.2f} s "
-          f"{row['errors']:>7} {row['wrong_memories']:>9}")
+def print_row(name: str, lone: float, row: dict) -> None:
+    """One load's line of the table."""
+    print(f"{name:<52} {lone:>6.2f} s {row['turns_per_s']:>8.2f} {row['p50']:>7.2f} s {row['p95']:>7.2f} s "
+          f"{row['p95'] / lone:>6.1f}x {row['errors']:>6} {row['wrong_memories']:>8}")
+
+
+def print_cpu(name: str, row: dict) -> None:
+    """One load's CPU ms per turn, by kind of process, largest first."""
+    shares = ", ".join(f"{kind} {ms:.0f}" for kind, ms in sorted(row["cpu_ms"].items(), key=lambda item: -item[1])
+                       if ms >= 0.5)
+    print(f"  {name}: {shares}; total {sum(row['cpu_ms'].values()):.0f} ms, {row['cores']:.2f} cores busy")
+
+
+def verdict(met: bool) -> str:
+    """`met` or `NOT met`."""
+    return "met" if met else "NOT met"
 
 
 def main() -> None:
-    """Run both loads and print the table."""
+    """Run the loads on both servers and print the table, the CPU per turn and the targets."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--clients", type=int, default=32)
-    parser.add_argument("--turns", type=int, default=3, help="turns per client under load")
+    parser.add_argument("--clients", type=int, default=32, help="clients of the closed loop (saturation)")
+    parser.add_argument("--turns", type=int, default=3, help="turns per client in the closed loop")
+    parser.add_argument("--arrivals", type=int, default=60, help="turns per open-loop rate, at most")
+    parser.add_argument("--arrival-seconds", type=float, default=30.0, help="seconds of arrivals per rate, at most")
+    parser.add_argument("--spacing", choices=("poisson", "even"), default="poisson", help="gaps between arrivals")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the Poisson arrivals")
     parser.add_argument("--latency", type=float, default=0.2, help="seconds the model takes per call")
-    parser.add_argument("--postgres", default=os.environ.get("MAISTRO_TEST_DATABASE_URL"))
+    parser.add_argument("--postgres", help="a PostgreSQL server URL (default: a throwaway server)")
     options = parser.parse_args()
-    users = tokens_for([f"user{n}" for n in range(2 * (options.clients + 1))])
+    per_server = 1 + options.clients + len(OPEN_LOOP_SHARES) * options.arrivals
+    users = tokens_for([f"user{n}" for n in range(2 * per_server)])
     names = iter(users)
     rows = {}
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="maistro-load-") as scratch:
-        endpoint = stack.enter_context(ChoreEndpoint().start(options.latency))
+        model = stack.enter_context(model_process(options.latency))
         server_url = stack.enter_context(postgres(options.postgres))
+        database_server = listener(urlparse(server_url).port or 5432)
         for kind in ("langgraph-dev", "aegra"):
             directory = Path(scratch) / kind
             directory.mkdir()
-            env = token_environment(directory, endpoint, users)
+            env = token_environment(directory, model, users)
             with ExitStack() as servers:
                 if kind == "aegra":
                     redis = servers.enter_context(redis_server(directory))
@@ -165,18 +352,32 @@ def main() -> None:
                     urls = servers.enter_context(aegra_instances(directory, env, database, redis, count=2))
                 else:
                     urls = [servers.enter_context(langgraph_dev(directory, env))]
-                rows[kind] = measure(urls, names, options.clients, options.turns)
-    print(f"\n{options.clients} clients x {options.turns} one-memory turns, model {options.latency * 1000:.0f} ms per call")
-    print(f"{'server':<32} {'lone':>9} {'turns/s':>9} {'p50':>9} {'p95':>9} {'errors':>7} {'lost/dup':>9}")
-    print_row("langgraph dev (default)", rows["langgraph-dev"])
-    print_row("Aegra, 2 instances + Redis", rows["aegra"])
-    aegra, dev = rows["aegra"], rows["langgraph-dev"]
-    print(f"CPU per turn under load (ms; {psutil.cpu_count()} cores, load average {psutil.getloadavg()[0]:.1f}):")
-    for kind, row in rows.items():
-        shares = ", ".join(f"{name} {ms:.0f}" for name, ms in sorted(row["cpu"].items(), key=lambda item: -item[1]))
-        print(f"  {kind}: {shares}; {row['busy'] / row['seconds']:.2f} cores busy on average")
-    print(f"Aegra / langgraph dev turns/s: {aegra['turns_per_s'] / dev['turns_per_s']:.1f}x (target >= 3x); "
-          f"Aegra p95 / lone turn: {aegra['p95'] / aegra['lone']:.1f}x (target <= 3x)")
+                rows[kind] = measure(urls, names, options, database_server, open_loops=kind == "aegra")
+    dev, aegra = rows["langgraph-dev"], rows["aegra"]
+    print(f"\nModel {options.latency * 1000:.0f} ms per call; closed loop {options.clients} clients x {options.turns} "
+          f"turns; open loop up to {options.arrivals} {options.spacing} arrivals per rate "
+          f"({psutil.cpu_count()} cores, load average {psutil.getloadavg()[0]:.1f})")
+    print(f"{'load':<52} {'lone':>8} {'turns/s':>8} {'p50':>9} {'p95':>9} {'p95/lone':>7} {'errors':>6} "
+          f"{'lost/dup':>8}")
+    print_row(f"langgraph dev, closed loop of {options.clients}", dev["lone"], dev["closed"])
+    print_row(f"Aegra x2 + Redis, closed loop of {options.clients}", aegra["lone"], aegra["closed"])
+    for share in OPEN_LOOP_SHARES:
+        print_row(f"Aegra x2 + Redis, open loop {share:.0%} ({aegra[share]['rate']:.2f}/s offered)", aegra["lone"],
+                  aegra[share])
+    print("CPU ms per turn, by process tree:")
+    print_cpu("langgraph dev, closed loop", dev["closed"])
+    print_cpu("Aegra, closed loop", aegra["closed"])
+    for share in OPEN_LOOP_SHARES:
+        print_cpu(f"Aegra, open loop {share:.0%}", aegra[share])
+    ratio = aegra["closed"]["turns_per_s"] / dev["closed"]["turns_per_s"]
+    print(f"Aegra / langgraph dev saturation turns/s: {ratio:.1f}x (target >= {TARGET_THROUGHPUT_OVER_DEV:.0f}x): "
+          f"{verdict(ratio >= TARGET_THROUGHPUT_OVER_DEV)}")
+    for share in OPEN_LOOP_SHARES:
+        over = aegra[share]["p95"] / aegra["lone"]
+        clean = not aegra[share]["errors"] and not aegra[share]["wrong_memories"]
+        print(f"Aegra open loop at {share:.0%} of saturation: p95 {over:.1f}x a lone turn "
+              f"(target <= {TARGET_P95_OVER_LONE:.0f}x), no errors, nothing lost: "
+              f"{verdict(over <= TARGET_P95_OVER_LONE and clean)}")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ raises `SettingsError`, one sentence naming the variable, for a value that canno
 import difflib
 import functools
 import importlib
+import ipaddress
 import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -108,6 +109,18 @@ def _host_names(text: str) -> tuple[str, ...]:
     return names
 
 
+def _networks(text: str) -> tuple[str, ...]:
+    networks = tuple(entry.strip() for entry in text.split(",") if entry.strip())
+    for network in networks:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            raise ValueError(
+                f"{network!r} is not an IP address or network; write addresses such as 127.0.0.1 or 10.0.0.0/8"
+            ) from None
+    return networks
+
+
 def _tokens_given(value: str | None) -> str | None:
     if value is not None and not value.strip():
         raise ValueError(
@@ -144,6 +157,7 @@ class Settings(BaseModel):
     )
     cors_origins: Annotated[tuple[str, ...], BeforeValidator(_origins)] = Field((), alias="MAISTRO_CORS_ORIGINS")
     allowed_hosts: Annotated[tuple[str, ...], BeforeValidator(_host_names)] = Field((), alias="MAISTRO_ALLOWED_HOSTS")
+    trusted_proxies: Annotated[tuple[str, ...], BeforeValidator(_networks)] = Field((), alias="MAISTRO_TRUSTED_PROXIES")
     max_failed_logins: int = Field(20, ge=1, alias="MAISTRO_MAX_FAILED_LOGINS")
     max_model_calls: int = Field(40, ge=1, le=1000, alias="MAISTRO_MAX_MODEL_CALLS")
     reply_timing: Literal[REPLY_TIMINGS] = Field("first", alias="MAISTRO_REPLY_TIMING")  # type: ignore[valid-type]

@@ -159,9 +159,15 @@ SEE_ABOVE = "Handled together with the previous UpdateMemory call."
 
 SECRETS_NOT_SAVED = "\nNot saved: {secrets}. Secrets are never kept in memory; tell the user so, without repeating them."
 
-EXTRACTION_FAILED = (
-    "The {memory} update failed: the model's output could not be used after several attempts, so nothing was changed."
-)
+EXTRACTION_FAILED = "The {memory} update failed: {problem}, so nothing was changed."
+
+# Why an update's model output was unusable (`graph.nodes.extraction.UnusableOutputError`), for EXTRACTION_FAILED.
+GAVE_UP_PROBLEM = "the model's output could not be used after several attempts"
+TEXT_ANSWER_PROBLEM = "the model answered in text instead of calling the tool it was given"
+MALFORMED_PROBLEM = "the model's call had malformed arguments"
+INVALID_PROBLEM = "some of the model's calls never fit the schema"
+DROPPED_PATCH_PROBLEM = "the model patched a document that does not exist, or with a patch that does not apply"
+EMPTY_TEXT_PROBLEM = "the model answered with no text"
 
 UPDATE_CONFLICT = (
     "The {memory} update was not saved: what it would change was edited elsewhere (for example on the memory "

@@ -33,6 +33,7 @@ SLOW_PARAMETER = "postgres"
 SLOW_TESTS = {
     "server/": "starts langgraph dev, and Chromium for the page",
     "langgraph_store/test_upstream_postgres_store.py": "PostgreSQL, through the suite's own fixtures",
+    "test_aegra_venv.py": "runs stand-in interpreters",
     "test_cli.py::test_chat_process_saves_memory_and_the_next_run_continues_the_thread": "runs the CLI twice",
     "test_cold_start.py": "a fresh interpreter per entry point",
     "test_data_directory.py": "runs the CLI on each broken data directory",

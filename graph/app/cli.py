@@ -364,6 +364,26 @@ def undo(
 
 
 @app.command()
+def reindex(data_dir: DataDirOption = None) -> None:
+    """Index the memories saved while the semantic index (MAISTRO_EMBEDDINGS) was unavailable, for every user.
+
+    Exits 1 when some still wait because the index is still unavailable.
+    """
+    from graph.memory.index_outage import reindex as index_again
+    from graph.memory.index_outage import waiting
+    from graph.settings import current_settings
+
+    if not current_settings().embeddings:
+        _fail("MAISTRO_EMBEDDINGS is not set: there is no semantic index to fill.")
+    with _store(data_dir, index=True) as store:
+        indexed = index_again(store)
+        left = waiting(store)
+    typer.echo(f"Indexed {_count(indexed, 'memory', 'memories')} saved while the semantic index was unavailable.")
+    if left:
+        _fail(f"{_count(left, 'memory still waits', 'memories still wait')}: the semantic index is still unavailable.")
+
+
+@app.command()
 def demo(
     data_dir: Annotated[
         Path | None, typer.Option("--data-dir", help="Keep the demo's database here (default: a temporary directory).")
@@ -384,6 +404,11 @@ def demo(
             run_demo(console, Path(directory), temporary=True)
     except DemoError as error:
         _fail(str(error))
+
+
+from graph.eval.cli import eval_app  # noqa: E402 - registered here, after the commands above
+
+app.add_typer(eval_app, name="eval")
 
 
 def main() -> None:

@@ -32,9 +32,11 @@ class Token:
 
 @dataclass(frozen=True)
 class Note:
-    """A one-line note that a memory changed, e.g. "ToDo added: Book swim lessons"."""
+    """A one-line note that a memory changed, e.g. "ToDo added: Book swim lessons"; `failed` when it says that an
+    update saved less than it was asked (e.g. "ToDo list not updated: the update failed")."""
 
     text: str
+    failed: bool = False
 
 
 @dataclass(frozen=True)
@@ -178,8 +180,8 @@ class ChatSession:
                     streamed[message.id] = streamed.get(message.id, "") + message.text
                     yield Token(message.text, message.id)
             elif mode == "custom":
-                outcome = payload.get(MEMORY_UPDATE_EVENT) if isinstance(payload, dict) else None
-                yield from (Note(note) for note in (outcome or {}).get("notes", []))
+                outcome = (payload.get(MEMORY_UPDATE_EVENT) if isinstance(payload, dict) else None) or {}
+                yield from (Note(note, failed=bool(outcome.get("failed"))) for note in outcome.get("notes", []))
             elif update := payload.get(CHAT_NODE):
                 messages = update.get("messages", []) if isinstance(update, dict) else []
                 yield from _chat_events(_new_in_turn(messages), streamed, self.kinds)

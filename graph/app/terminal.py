@@ -33,6 +33,9 @@ COMMANDS = {
 }
 MEMORY_COMMANDS = {"/todos": TODO, "/profile": PROFILE, "/instructions": INSTRUCTIONS}
 RETRY_HINT = "Your message is saved in the thread: send it again to retry."
+# The marks before a memory note: a change saved, and an update that saved less than it was asked.
+NOTE_MARK = "✎"
+FAILED_MARK = "✗"
 STATUS_HINTS = {
     401: "Check OPENAI_API_KEY. " + RETRY_HINT,
     403: "Check OPENAI_API_KEY. " + RETRY_HINT,
@@ -54,8 +57,8 @@ class ChatOutcome:
 
 
 def print_turn(console: Console, events: Iterable[Token | Note | Notice | Progress]) -> None:
-    """Print a turn as it streams: reply tokens as they come, each memory note and notice on its own line, and
-    a spinner while memories are being updated (on a terminal only)."""
+    """Print a turn as it streams: reply tokens as they come, each memory note (✎, or ✗ for a failed update) and
+    notice on its own line, and a spinner while memories are being updated (on a terminal only)."""
     open_reply: str | None = None
     status: Status | None = None
 
@@ -83,8 +86,10 @@ def print_turn(console: Console, events: Iterable[Token | Note | Notice | Progre
                     status.start()
             elif isinstance(event, Notice):
                 console.print(Text(event.text, style="yellow"), soft_wrap=True)
+            elif event.failed:
+                console.print(Text(f"{FAILED_MARK} {event.text}", style="yellow"), soft_wrap=True)
             else:
-                console.print(Text(f"✎ {event.text}", style="dim"), soft_wrap=True)
+                console.print(Text(f"{NOTE_MARK} {event.text}", style="dim"), soft_wrap=True)
     finally:
         if status is not None:
             status.stop()

@@ -16,7 +16,6 @@ already committed, so a replayed update answers from that instead of changing th
 
 import json
 import re
-import threading
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -26,7 +25,8 @@ from typing import Any, Literal
 from langgraph.store.base import BaseStore, GetOp, PutOp
 from pydantic import ValidationError
 
-from graph.memory.conditions import ConflictError, Unchanged, checks_conditions
+from graph.memory.conditions import ConflictError, Unchanged
+from graph.memory.index_outage import write_saving_unindexed
 from graph.memory.kinds import TODO, MemoryKind, UnknownKindError, kind_named
 from graph.memory.redaction import redact
 from graph.memory.store import HISTORY, namespace, search_all
@@ -40,8 +40,6 @@ MINUTES_PER_DAY = 24 * 60
 ENTRY_DEFAULTS = {"order": 0, "thread_id": "", "message": ""}
 # How many history entries of one seed `committed_changes` asks for in one batch.
 ENTRIES_PER_LOOKUP = 32
-# Serialises the compare-and-write of stores that cannot check conditions themselves, within this process.
-_unconditional_writes = threading.Lock()
 # Characters no stored string may hold: NUL (PostgreSQL cannot store it) and lone surrogates (not UTF-8).
 _UNSTORABLE_IN_TEXT = re.compile("[\x00\ud800-\udfff]")
 
@@ -49,6 +47,28 @@ _UNSTORABLE_IN_TEXT = re.compile("[\x00\ud800-\udfff]")
 def _filled(value: Any) -> Any:
     """A field's value, with every kind of empty value as None."""
     return None if value is None or value in ("", [], {}) else value
+
+
+def _comparable(value: Any) -> Any:
+    """A document's value as `same_document` compares it: text with whitespace collapsed and case folded, empty
+    values left out of objects."""
+    if isinstance(value, str):
+        return " ".join(value.split()).casefold()
+    if isinstance(value, list):
+        return [_comparable(item) for item in value]
+    if isinstance(value, dict):
+        return {name: _comparable(item) for name, item in value.items() if _filled(item) is not None}
+    return value
+
+
+def same_document(first: Any, second: Any) -> bool:
+    """Whether two documents carry the same content: equal once every text has its whitespace collapsed and its
+    case folded, an empty value (None, "", [], {}) counting as missing.
+
+    Anything else that differs (a deadline, a solution, a status) makes them two documents, even under the
+    same summary: "Call mom" due Monday and "Call mom" due Friday are two tasks.
+    """
+    return _comparable(first) == _comparable(second)
 
 
 @dataclass(frozen=True)
@@ -190,26 +210,8 @@ def record_changes(
     ]
     index = list(kind.indexed_fields) or False
     puts = [*(PutOp(ns, c.key, c.after, index=index, ttl=ttl_for(kind, c.after)) for c in changes), *records]
-    write_unless_changed(store, conditions, puts)
+    write_saving_unindexed(store, conditions, puts)
     return [record.value for record in records]
-
-
-def write_unless_changed(store: BaseStore, conditions: Sequence[Unchanged], puts: Sequence[PutOp]) -> None:
-    """Write `puts` in one batch if every condition holds, else raise `ConflictError` and write nothing.
-
-    This project's stores check the conditions in the batch's transaction. Any other store (the
-    `langgraph dev` server's own) is read and written under a lock of this process instead, which covers
-    every writer of that store going through here within the server's one process.
-    """
-    if checks_conditions(store):
-        store.batch([*conditions, *puts])
-        return
-    with _unconditional_writes:
-        stored = store.batch([GetOp(condition.namespace, condition.key) for condition in conditions])
-        failed = [c for c, item in zip(conditions, stored, strict=True) if (item.value if item else None) != c.value]
-        if failed:
-            raise ConflictError(failed)
-        store.batch(puts)
 
 
 def committed_changes(store: BaseStore, user_id: str, kind: MemoryKind, seed: str) -> list[MemoryChange]:

@@ -29,6 +29,7 @@ from typing import Any
 from langchain_core.messages import AnyMessage, HumanMessage
 from langgraph.store.base import BaseStore, Item
 
+from graph.memory.index_outage import search_by_meaning
 from graph.memory.kinds import TODO
 from graph.memory.store import namespace
 
@@ -352,8 +353,8 @@ def _oldest_first(items) -> list[Item]:
 
 
 def semantic_hits(store: BaseStore, user_id: str, query: str, limit: int) -> list[Item]:
-    """Items the store's semantic index finds for the query (none without an index)."""
+    """Items the store's semantic index finds for the query (none without an index, or while it fails)."""
     if not (query and limit and getattr(store, "index_config", None)):
         return []
-    return list(store.search(namespace(TODO, user_id), query=query, limit=limit))
+    return search_by_meaning(store, namespace(TODO, user_id), query, limit)
 

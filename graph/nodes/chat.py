@@ -17,8 +17,9 @@ from graph.configuration import Configuration, RunSettings
 from graph.memory.context import TurnMemories, start_turn, turn_memories
 from graph.memory.kinds import TODO, MemoryKind
 from graph.memory.rendering import render_documents, render_todos
-from graph.nodes.update import must_tell_user, routed_here
+from graph.nodes.update import must_tell_user, routed_here, tell_refused
 from graph.state import State
+from graph.thread.reply_last import reply_last
 from graph.thread.summary import fold_into_summary, with_summary
 from graph.thread.tokens import bound_messages, is_blank, truncation_notice
 from graph.thread.tool_calls import (
@@ -110,7 +111,8 @@ def task_maistro(
 
     With `reply_timing="first"` (the default) the model replies in the same message as its UpdateMemory calls,
     so the reply streams while the update nodes run; when they are done this node makes no second model call
-    if that reply stands (`reply_stands`), and the graph ends. It calls the model again when the reply had no
+    if that reply stands (`reply_stands`): it moves the reply after the calls' answers (`reply_last`), so the
+    turn ends with it, and the graph ends. It calls the model again when the reply had no
     text, or an answer reports something the user must hear (a failed update, a secret not saved, a ToDo
     update that changed nothing). With
     "after_updates" (the tutorial's) the reply always comes from a model call after the updates.
@@ -141,7 +143,7 @@ def task_maistro(
         reply = AIMessage(content=EMPTY_MESSAGE_REPLY)
         return {"messages": [*thread_update(original, thread), reply], "summary": summary}
     if not turn_starts and settings.reply_timing == "first" and reply_stands(thread):
-        return {"messages": thread_update(original, thread)}
+        return {"messages": thread_update(original, reply_last(thread))}
     model = chat_model(settings)
     if turn_starts:
         thread, summary = fold_into_summary(thread, summary, model, settings)
@@ -164,6 +166,7 @@ def task_maistro(
                 break
             response = model.bind_tools([update_memory_tool(kinds)]).invoke(prompt)
         rejected = reject_invalid_calls(response, update_types)
+        tell_refused(rejected)
         routed_here(response)
         new_messages += [response, *rejected]
         if not rejected or pending_update_calls(thread + new_messages):

@@ -6,10 +6,10 @@ from graph.memory.rendering import capitalized
 from graph.memory.store import namespace, search_all
 from graph.nodes.extraction import extract_changes
 from graph.nodes.update import UpdateRequest
-from prompts import COLLECTION_UNCHANGED, COLLECTION_UPDATED, EXTRACTION_FAILED, LANGUAGE_RULE
+from prompts import COLLECTION_UNCHANGED, COLLECTION_UPDATED, LANGUAGE_RULE
 
 
-def propose_collection(request: UpdateRequest) -> list[MemoryChange] | None:
+def propose_collection(request: UpdateRequest) -> list[MemoryChange]:
     """Documents created, patched and removed from the conversation, among all of the user's documents of the kind.
 
     The changes of the turn's earlier rounds are applied to what is read; new documents get keys derived from
@@ -29,11 +29,9 @@ def propose_collection(request: UpdateRequest) -> list[MemoryChange] | None:
     )
 
 
-def report_collection(request: UpdateRequest, proposed: list[MemoryChange] | None, saved: list[MemoryChange]) -> str:
+def report_collection(request: UpdateRequest, saved: list[MemoryChange]) -> str:
     """A short report naming each created, updated and deleted document by its summary field."""
     kind = request.kind
-    if proposed is None:
-        return EXTRACTION_FAILED.format(memory=kind.title)
     if not saved:
         return COLLECTION_UNCHANGED.format(memory=kind.title)
     lines = []

@@ -8,7 +8,7 @@ from graph.nodes.update import UpdateRequest
 from prompts import LANGUAGE_RULE
 
 
-def propose_todos(request: UpdateRequest) -> list[MemoryChange] | None:
+def propose_todos(request: UpdateRequest) -> list[MemoryChange]:
     """ToDo items created, patched and removed from the conversation, among those relevant to the turn.
 
     The candidates are the ones the turn's read chose (`graph.memory.context`), with the changes of the

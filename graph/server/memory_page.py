@@ -31,6 +31,7 @@ from graph.memory.changes import (
     list_history,
     undo_change,
 )
+from graph.memory.index_outage import search_by_meaning
 from graph.memory.kinds import MemoryKind, UnknownKindError, kind_named
 from graph.memory.selection import deadline_of
 from graph.memory.store import namespace, read_kind
@@ -142,11 +143,12 @@ def search_memories(
     with its kind's name: by meaning when the store has a semantic index, else by text.
 
     `semantic` says which: with an index the store scores every document and the best `limit` of all kinds come
-    back, best first; without one, the documents that contain the words anywhere come back, open first.
+    back, best first; without one (or while it fails, `graph.memory.index_outage`), the documents that contain
+    the words anywhere come back, open first.
     """
     searched = [kind for kind in kinds if kind.indexed_fields]
     ranked = [
-        (kind, item) for kind in searched for item in store.search(namespace(kind, user_id), query=query, limit=limit)
+        (kind, item) for kind in searched for item in search_by_meaning(store, namespace(kind, user_id), query, limit)
     ]
     scored = [(kind, item) for kind, item in ranked if item.score is not None]
     if scored:

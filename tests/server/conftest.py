@@ -1,6 +1,5 @@
 """Server tests share one stub endpoint per module: its script and server outlive a single test."""
 
-import shutil
 from collections.abc import Iterator
 
 import pytest
@@ -8,6 +7,7 @@ from playwright.sync_api import Browser, sync_playwright
 
 from tests.support.openai_stub import OpenAIStub
 from tests.support.stub_script import Script
+from tests.support.system_programs import system_program
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +26,7 @@ def stub(script: Script) -> Iterator[OpenAIStub]:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     """Debian's headless Chromium, driven by Playwright (its own browser download cannot reach the internet)."""
-    chromium = shutil.which("chromium")
-    assert chromium, "Debian's chromium is missing: apt-get install chromium (.ci/run installs it)"
+    chromium = system_program("chromium")
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=chromium)
         yield launched

@@ -144,7 +144,7 @@ def test_a_client_is_refused_after_the_limit_of_failed_logins_until_the_window_p
         (json.dumps({"namespace": ["todo"] * 20}).encode(), 413, "labels"),
         (json.dumps({"key": "k", "namespace": ["todo"], "value": {}, "index": [BIG_NAME]}).encode(), 413, "index field"),
         (json.dumps({"metadata": {"note": "m" * 20_000}}).encode(), 413, "'metadata'"),
-        (json.dumps([{"input": {}}, {"command": {"update": {"messages": ["z" * 300_000]}}}]).encode(), 413, "'command'"),
+        (json.dumps([{"input": None}, {"command": {"update": {"messages": ["z" * 300_000]}}}]).encode(), 413, "'command'"),
     ],
 )
 def test_bodies_are_refused_with_a_sentence(body, status, words):

@@ -1,13 +1,11 @@
 """Real Aegra servers for tests (`aegra serve`, from aegra.json), on a fresh PostgreSQL database, with a Redis.
 
-Aegra needs Python >= 3.12 and lives in its own virtualenv: `$AEGRA_VENV`, else `.aegra-venv` in the project
-folder (`.ci/run` builds it; by hand: `python3.12 -m venv .aegra-venv && .aegra-venv/bin/pip install -e
-".[aegra]"`). The server loads this tree's code (PYTHONPATH) and runs from a scratch folder, as `langgraph dev`
-does in `tests.support.langgraph_server`, with the same offline environment. Several instances on one database
+Aegra needs Python >= 3.12 and lives in its own virtualenv, which `tests.support.aegra_venv` finds or builds. The
+server loads this tree's code (PYTHONPATH) and runs from a scratch folder, as `langgraph dev` does in
+`tests.support.langgraph_server`, with the same offline environment. Several instances on one database
 and one Redis (`redis_server`) are what a deployment behind a load balancer runs.
 """
 
-import os
 import subprocess
 import sys
 import time
@@ -17,21 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.aegra_venv import aegra_venv
 from tests.support.helpers import free_port
 from tests.support.langgraph_server import ROOT, langgraph_dev, log_tail, scratch_config, stop, wait_until_ready
 from tests.support.postgres_server import create_database
+from tests.support.system_programs import system_program
 
-VENV_VARIABLE = "AEGRA_VENV"
 HEALTH = "/health"
-
-
-def aegra_executable() -> Path:
-    """The `aegra` CLI of the Aegra virtualenv; fails with how to build it when there is none."""
-    venv = Path(os.environ.get(VENV_VARIABLE) or ROOT / ".aegra-venv")
-    executable = venv / "bin" / "aegra"
-    if not executable.exists():
-        pytest.fail(f'no Aegra virtualenv at {venv}: python3.12 -m venv {venv} && {venv}/bin/pip install -e ".[aegra]"')
-    return executable
 
 
 @contextmanager
@@ -39,14 +29,14 @@ def redis_server(directory: Path) -> Iterator[str]:
     """Debian's `redis-server` on a free loopback port, nothing saved to disk; yield its URL."""
     port = free_port()
     log = directory / f"redis-{port}.log"
-    command = ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
+    command = [system_program("redis-server"), "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
                "--dir", str(directory), "--logfile", str(log)]
     process = subprocess.Popen(command, start_new_session=True)
     try:
         for _ in range(100):
             if process.poll() is not None:
                 pytest.fail(f"redis-server exited with code {process.returncode}:\n{log_tail(log)}")
-            if subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True).stdout.strip() == "PONG":
+            if subprocess.run([system_program("redis-cli"), "-p", str(port), "ping"], capture_output=True, text=True).stdout.strip() == "PONG":
                 break
             time.sleep(0.1)
         yield f"redis://127.0.0.1:{port}/0"
@@ -55,9 +45,9 @@ def redis_server(directory: Path) -> Iterator[str]:
 
 
 @contextmanager
-def embedding_server(directory: Path) -> Iterator[str]:
-    """The project's embedding server (`graph.backends.embedding_server`) on a free port; yield its URL."""
-    port = free_port()
+def embedding_server(directory: Path, port: int | None = None) -> Iterator[str]:
+    """The project's embedding server (`graph.backends.embedding_server`) on `port` (default: a free one); yield its URL."""
+    port = port or free_port()
     log = directory / f"embeddings-{port}.log"
     command = [sys.executable, "-m", "graph.backends.embedding_server", "--port", str(port)]
     with log.open("wb") as output:
@@ -77,7 +67,7 @@ def start_aegra(directory: Path, env: dict[str, str], name: str) -> tuple[subpro
         scratch_config(directory, "aegra.json")
     port = free_port()
     log = directory / f"{name}.log"
-    command = [str(aegra_executable()), "serve", "--host", "127.0.0.1", "--port", str(port), "--config", str(config)]
+    command = [str(aegra_venv() / "bin" / "aegra"), "serve", "--host", "127.0.0.1", "--port", str(port), "--config", str(config)]
     server_env = {**env, "PYTHONPATH": str(ROOT), "LOG_LEVEL": "WARNING"}
     with log.open("wb") as output:
         process = subprocess.Popen(
