@@ -186,3 +186,16 @@ COLLECTION_UNCHANGED = "No changes were made to the {memory}."
 TEXT_UPDATED = "{Memory} updated."
 
 TEXT_UNCHANGED = "The {memory} needed no change."
+
+# What the user is told about a call of the model's that could not run (graph.thread.model_message), and the reply
+# given when the model's reply was empty (graph.nodes.chat).
+
+REFUSED_UNKNOWN_TOOL_NOTE = "Not saved: the model called a tool that does not exist here ({name!r})"
+
+REFUSED_UPDATE_TYPE_NOTE = "Not saved: the model asked to update a memory that does not exist here ({value!r})"
+
+REFUSED_MALFORMED_NOTE = "Not saved: the model's memory update could not be read (its arguments were not valid JSON)"
+
+EMPTY_REPLY_FALLBACK = "Sorry, I have no answer to that. Could you say it another way?"
+
+SAVED_REPLY_FALLBACK = "Done. {notes}."

@@ -204,7 +204,7 @@ def test_unknown_update_type_gets_a_clear_answer_and_changes_nothing(agent, mode
 def test_malformed_arguments_get_a_clear_answer(agent, model):
     malformed = AIMessage(
         content="",
-        invalid_tool_calls=[{"name": "UpdateMemory", "args": "{update_type: todo", "id": "c1", "error": "bad JSON"}],
+        invalid_tool_calls=[{"name": "UpdateMemory", "args": "update_type todo", "id": "c1", "error": "bad JSON"}],
     )
     model.add("task_maistro", malformed, say("Could you say that again?"))
 

@@ -110,6 +110,13 @@ def endpoint_problem(error: openai.APIError) -> str:
     return f"Could not reach the model endpoint at {url}; check that it is running and OPENAI_BASE_URL. {RETRY_HINT}"
 
 
+def model_problem(error: ModelUnavailableError | openai.APIError) -> str:
+    """What the user reads when a turn failed at the model endpoint: the endpoint's error explained
+    (`endpoint_problem`), or the sentence of an answer that could not be used (not JSON, cut short)."""
+    cause = error.__cause__ if isinstance(error, ModelUnavailableError) else error
+    return endpoint_problem(cause) if isinstance(cause, openai.APIError) else str(error)
+
+
 def stopped_text(stopped: StoppedTurn) -> str:
     """What a turn stopped with Ctrl-C left saved, and how to finish it."""
     if not stopped.message_saved:
@@ -226,8 +233,7 @@ def run_chat(session: ChatSession, console: Console, read_line: Callable[[], str
             try:
                 print_turn(console, in_background(session.send(text)))
             except (ModelUnavailableError, openai.APIConnectionError, openai.APIStatusError) as error:
-                cause = error.__cause__ if isinstance(error, ModelUnavailableError) else error
-                console.print(Text(endpoint_problem(cause), style="red"), soft_wrap=True)
+                console.print(Text(model_problem(error), style="red"), soft_wrap=True)
                 outcome.unanswered.append(text)
             else:
                 outcome.unanswered = [message for message in outcome.unanswered if message != text]

@@ -23,6 +23,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, Too
 from langgraph.graph.state import CompiledStateGraph
 
 from graph.eval.cases import Case
+from graph.thread.reply_last import calls_message_id
 
 EVAL_USER = "eval-user"
 GRAPHS = ("maistro", "tutorial")
@@ -130,6 +131,12 @@ def _turn_messages(messages: Sequence[Any]) -> list[Any]:
     return list(messages[last_user + 1 :])
 
 
+def _reply_came_with_calls(reply: AIMessage, routing: AIMessage) -> bool:
+    """Whether the turn's reply was given in the message that routed: still beside the calls, or moved after their
+    answers under the routing message's id (`graph.thread.reply_last`)."""
+    return reply is routing or routing.id == calls_message_id(reply.id)
+
+
 def finish_record(record: TurnRecord, messages: Sequence[Any]) -> None:
     """Fill in what the turn's messages show: the reply, whether it routed and answered first, failed updates."""
     turn = _turn_messages(messages)
@@ -137,7 +144,7 @@ def finish_record(record: TurnRecord, messages: Sequence[Any]) -> None:
     record.reply = spoken[-1].text if spoken else ""
     routing = [m for m in turn if isinstance(m, AIMessage) and any(c["name"] == "UpdateMemory" for c in m.tool_calls)]
     record.memory_turn = bool(routing)
-    record.answered_first = bool(routing) and bool(routing[0].text.strip()) and spoken[-1] is routing[0]
+    record.answered_first = bool(routing and spoken) and _reply_came_with_calls(spoken[-1], routing[0])
     record.failed_updates = sum(1 for m in turn if isinstance(m, ToolMessage) and m.status == "error")
 
 

@@ -8,10 +8,8 @@ from graph.memory.changes import MemoryChange
 from graph.memory.kinds import MemoryKind, UnknownKindError, kind_named
 from graph.memory.rendering import capitalized
 
-__all__ = ["REFUSED_CALL_NOTE", "change_notes"]
+__all__ = ["change_notes"]
 
-# The note on a memory update the chat node refused: the model's call named nothing this agent can save.
-REFUSED_CALL_NOTE = "Memory not updated: the model asked for a memory or a tool this agent does not have"
 
 
 def _document_note(kind: MemoryKind, change: MemoryChange) -> str:

@@ -36,7 +36,7 @@ from graph.configuration import Configuration, RunSettings
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, committed_changes
 from graph.memory.conditions import ConflictError
 from graph.memory.kinds import MemoryKind
-from graph.memory.notes import REFUSED_CALL_NOTE, change_notes
+from graph.memory.notes import change_notes
 from graph.memory.redaction import redact_text
 from graph.nodes.extraction import UnusableOutputError, extraction_messages, new_document_key, routing_seed
 from graph.state import State
@@ -187,13 +187,6 @@ def send_outcome(kind: str | None, tool_call_id: str, notes: list[str], *, faile
     "tool_call_id", "notes", "failed"}}` (`kind` is None for a call that named no memory kind)."""
     event = {"kind": kind, "tool_call_id": tool_call_id, "notes": notes, "failed": failed}
     get_stream_writer()({MEMORY_UPDATE_EVENT: event})
-
-
-def tell_refused(answers: Sequence[ToolMessage]) -> None:
-    """Send a failed outcome for each call the chat node refused (its error answer): the call named no memory
-    kind, no known tool, or had malformed arguments, so nothing was saved; clients show it as a failed update."""
-    for answer in answers:
-        send_outcome(None, answer.tool_call_id, [REFUSED_CALL_NOTE], failed=True)
 
 
 def update_memory(
