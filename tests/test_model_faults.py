@@ -84,7 +84,7 @@ def chat_in_process(fault_name: str, script) -> tuple:
             "unknown_update_type",
             [
                 "I'll add the swim lessons to your ToDo list.",
-                "✎ Not saved: the model asked to update a memory that does not exist here ('calendar')",
+                "✗ Not saved: the model asked to update a memory that does not exist here ('calendar')",
                 "Sorry, I could not save that; could you say it again?",
             ],
         ),
@@ -134,7 +134,7 @@ def test_faults_through_the_chat_process(stub, script, tmp_path):
         "The model endpoint's answer could not be used (the response body is not valid JSON). Your message is kept "
         "in the thread: send it again to retry.",
         "I'll add the swim lessons to your ToDo list.",
-        "✎ Not saved: the model's memory update could not be read (its arguments were not valid JSON)",
+        "✗ Not saved: the model's memory update could not be read (its arguments were not valid JSON)",
         "Sorry, I could not save that; could you say it again?",
         RECOVERY_REPLY,
         f"✎ ToDo added: {GRANDMA}",

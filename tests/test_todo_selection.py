@@ -79,9 +79,9 @@ def test_prompt_cost_stays_flat_as_the_list_grows(agent, model):
 def test_a_list_read_again_prepares_only_what_changed(tmp_path, monkeypatch):
     prepared = []
 
-    def counted_entry(item):
+    def counted_entry(item, *kind):
         prepared.append(item.key)
-        return entry(item)
+        return entry(item, *kind)
 
     monkeypatch.setattr("graph.memory.context.entry", counted_entry)
     with open_store(tmp_path, "", "") as store:

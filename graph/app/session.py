@@ -13,10 +13,9 @@ from langgraph.graph.state import CompiledStateGraph
 from graph.backends.thread_locks import ThreadLocks
 from graph.configuration import Configuration
 from graph.memory.changes import list_history
-from graph.memory.kinds import MemoryKind, kind_for_update
+from graph.memory.kinds import MemoryKind, configured_kinds, kind_for_update
 from graph.memory.notes import change_notes
 from graph.nodes.update import MEMORY_UPDATE_EVENT
-from graph.settings import current_settings
 from graph.thread.text_calls import speakable_prefix
 from graph.thread.tool_calls import last_human_message, pending_update_calls, turn_answered
 
@@ -115,7 +114,7 @@ class ChatSession:
         Raises `ThreadOwnerError` when `thread_id` is another user's thread.
         """
         self.graph = graph
-        self.kinds = tuple(kinds or current_settings().memory_kinds)
+        self.kinds = tuple(kinds or configured_kinds())
         self.user_id = user_id
         self.model = model
         self.locks = locks

@@ -184,19 +184,22 @@ def line_reader(stream: TextIO = sys.stdin) -> Callable[[], str]:
     return read
 
 
-def _run_command(command: str, session: ChatSession, console: Console) -> bool:
-    """Carry out a slash command; False when the user asked to quit."""
+def _run_command(line: str, session: ChatSession, console: Console) -> bool:
+    """Carry out a slash command line (the command in any case, then its argument); False when the user asked to quit."""
+    name, _, argument = line.partition(" ")
+    command = name.lower()
     if command == "/quit":
         return False
-    name, _, argument = command.partition(" ")
     if command in MEMORY_COMMANDS:
         console.print(memory_view(session.graph.store, MEMORY_COMMANDS[command], session.user_id))
-    elif name == "/show":
+    elif command == "/show":
+        wanted = argument.strip()
         try:
-            kind = kind_named(session.kinds, argument.strip())
+            kind = kind_named(session.kinds, wanted)
         except UnknownKindError:
             names = ", ".join(kind.name for kind in session.kinds)
-            console.print(f"There is no memory kind {argument.strip()!r}; the kinds are {names}.", markup=False)
+            problem = f"There is no memory kind {wanted!r}" if wanted else "Name a memory kind after /show"
+            console.print(f"{problem}; the kinds are {names}.", markup=False)
         else:
             console.print(memory_view(session.graph.store, kind, session.user_id))
     elif command == "/new":
@@ -226,7 +229,7 @@ def run_chat(session: ChatSession, console: Console, read_line: Callable[[], str
             if not text:
                 continue
             if text.startswith("/"):
-                if not _run_command(text.split()[0].lower(), session, console):
+                if not _run_command(text, session, console):
                     return outcome
                 continue
             in_turn = True

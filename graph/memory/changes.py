@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from graph.memory.conditions import ConflictError, Unchanged
 from graph.memory.index_outage import write_saving_unindexed
-from graph.memory.kinds import TODO, MemoryKind, UnknownKindError, kind_named
+from graph.memory.kinds import TODO, MemoryKind, UnknownKindError, configured_kinds, kind_named, undeclared_kind
 from graph.memory.redaction import redact
 from graph.memory.store import HISTORY, namespace, search_all
 from graph.settings import current_settings
@@ -292,12 +292,12 @@ def undo_change(
     """Revert a change (the latest when no id is given) and return the history entry recording the undo.
 
     Raises `UnknownChangeError` when there is no such change, and `IrreversibleChangeError`, writing nothing,
-    when the document the change started from does not fit its memory's schema, or its memory is not one of
-    `kinds` (default: MAISTRO_MEMORY_KINDS, else the default kinds). The undo commits only if the
-    document is still what it read (`record_changes`); if another writer changed it in between, the undo
+    when the document the change started from does not fit its memory's schema (one of `kinds`, default:
+    MAISTRO_MEMORY_KINDS, else the default kinds; a memory of a kind not declared is restored as it was
+    stored). The undo commits only if the document is still what it read (`record_changes`); if another writer changed it in between, the undo
     reads it again and tries once more, then raises `UndoConflictError`, writing nothing.
     """
-    kinds = kinds or current_settings().memory_kinds
+    kinds = kinds or configured_kinds()
     try:
         return _undo_once(store, user_id, change_id, kinds)
     except ConflictError:
@@ -312,20 +312,30 @@ def undo_change(
         ) from None
 
 
+def _kind_of_change(entry: dict[str, Any], kinds: Sequence[MemoryKind]) -> tuple[MemoryKind, bool]:
+    """The memory kind a history entry changed, and whether it is declared: a kind not declared is undone as it
+    was stored (`undeclared_kind`), unless no memory can have its name."""
+    try:
+        return kind_named(kinds, entry["kind"]), True
+    except UnknownKindError:
+        pass
+    try:
+        return undeclared_kind(entry["kind"]), False
+    except ValueError:
+        raise IrreversibleChangeError(
+            f"change {entry['id'][:8]} cannot be undone: no memory can be called {entry['kind']!r}"
+        ) from None
+
+
 def _undo_once(store: BaseStore, user_id: str, change_id: str | None, kinds: Sequence[MemoryKind]) -> dict[str, Any]:
     """Revert the change from the document as stored now; `ConflictError` if it changes before the commit."""
     history = list_history(store, user_id)
     target = next((e for e in reversed(history) if change_id in (None, e["id"])), None)
     if target is None:
         raise UnknownChangeError(f"no change {change_id!r} in the history" if change_id else "the history is empty")
-    try:
-        kind = kind_named(kinds, target["kind"])
-    except UnknownKindError:
-        raise IrreversibleChangeError(
-            f"change {target['id'][:8]} cannot be undone: its memory {target['kind']!r} is not one of the declared kinds"
-        ) from None
+    kind, declared = _kind_of_change(target, kinds)
     restored = target["before"]
-    if restored is not None and (problem := document_problem(kind, target["key"], restored)):
+    if declared and restored is not None and (problem := document_problem(kind, target["key"], restored)):
         raise IrreversibleChangeError(
             f"change {target['id'][:8]} cannot be undone: the {target['kind']} it would restore is invalid ({problem})"
         )

@@ -17,7 +17,15 @@ from graph.configuration import Configuration, RunSettings
 from graph.memory.context import TurnMemories, start_turn, turn_memories
 from graph.memory.kinds import TODO, MemoryKind
 from graph.memory.notes import change_notes
-from graph.memory.rendering import render_documents, render_todos
+from graph.memory.rendering import (
+    eager_memories,
+    kept_memories,
+    memory_section,
+    render_collection,
+    render_documents,
+    render_todos,
+    tell_user_rules,
+)
 from graph.nodes.update import must_tell_user, routed_here, send_outcome
 from graph.state import State
 from graph.thread.model_message import Refusal, normalise_reply
@@ -37,7 +45,6 @@ from prompts import (
     EMPTY_REPLY_FALLBACK,
     LANGUAGE_RULE,
     MEMORY_LIST_ITEM,
-    MEMORY_SECTION,
     MODEL_SYSTEM_MESSAGE,
     REPLY_AFTER_UPDATES_RULE,
     REPLY_FIRST_RULE,
@@ -65,11 +72,14 @@ def update_memory_tool(kinds: tuple[MemoryKind, ...]) -> dict:
 
 
 def memory_content(kind: MemoryKind, memories: TurnMemories) -> str:
-    """One kind's memories as the chat prompt shows them: the ToDos chosen for the turn, else every document."""
+    """One kind's memories as the chat prompt shows them: a collection's documents chosen for the turn (the ToDos
+    in their own lines), else the documents."""
+    if not kind.collection:
+        return render_documents(kind, memories.documents[kind.name])
+    shown = memories.prompt[kind.name]
     if kind.name == TODO.name:
-        todos = memories.prompt_todos
-        return render_todos(todos.items, todos.hidden_open, todos.hidden_closed)
-    return render_documents(kind, memories.documents[kind.name])
+        return render_todos(shown.items, shown.hidden_open, shown.hidden_closed)
+    return render_collection(kind, shown)
 
 
 def chat_system_message(
@@ -84,14 +94,14 @@ def chat_system_message(
             MEMORY_LIST_ITEM.format(number=number, memory=kind.title, description=kind.description)
             for number, kind in enumerate(kinds, 1)
         ),
-        memory_sections="\n\n".join(
-            MEMORY_SECTION.format(memory=kind.title, name=kind.name, content=memory_content(kind, memories))
-            for kind in kinds
-        ),
+        kept=kept_memories(kinds),
+        memory_sections="\n\n".join(memory_section(kind, memory_content(kind, memories)) for kind in kinds),
         routing_rules="\n".join(
             ROUTING_RULE.format(description=kind.description, memory=kind.title, update_type=kind.update_type)
             for kind in kinds
         ),
+        tell_user_rules=tell_user_rules(kinds),
+        eager=eager_memories(kinds),
         reply_rule=REPLY_FIRST_RULE if settings.reply_timing == "first" else REPLY_AFTER_UPDATES_RULE,
         language_rule=LANGUAGE_RULE,
     )

@@ -25,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from graph.memory.kinds import configured_kinds
 from graph.memory.store import InvalidUserIdError, check_user_id
 from graph.server.auth import auth_enabled, authenticate
 from graph.server.limits import MAX_SEARCH_LIMIT, MAX_STORE_VALUE_BYTES
@@ -115,14 +116,10 @@ def endpoint(work: Work) -> Callable[[Request], Awaitable[Response]]:
     return handle
 
 
-def _kinds() -> tuple:
-    return current_settings().memory_kinds
-
-
 def _memories(store: BaseStore, user_id: str, request: Request, body: dict[str, Any]) -> Response:
     """Everything the page shows, with an ETag: a poll that finds nothing new gets 304."""
     shown = _number(request, "history", HISTORY_SHOWN, MAX_HISTORY_SHOWN)
-    content = json.dumps(read_memories(store, user_id, _kinds(), shown), ensure_ascii=False).encode()
+    content = json.dumps(read_memories(store, user_id, configured_kinds(), shown), ensure_ascii=False).encode()
     tag = f'"{hashlib.sha256(content).hexdigest()[:32]}"'
     if request.headers.get("if-none-match") == tag:
         return Response(status_code=304, headers={**PRIVATE, "ETag": tag})
@@ -135,15 +132,15 @@ def _search(store: BaseStore, user_id: str, request: Request, body: dict[str, An
         raise PageError(400, "Type something to search for.")
     if len(query) > MAX_QUERY_CHARACTERS:
         raise PageError(400, f"The search is {len(query):,} characters long; at most {MAX_QUERY_CHARACTERS} are allowed.")
-    return search_memories(store, user_id, _kinds(), query, _number(request, "limit", 10, MAX_SEARCH_LIMIT))
+    return search_memories(store, user_id, configured_kinds(), query, _number(request, "limit", 10, MAX_SEARCH_LIMIT))
 
 
 def _add(store: BaseStore, user_id: str, request: Request, body: dict[str, Any]) -> dict[str, Any]:
-    return add_document(store, user_id, page_kind(_kinds(), request.path_params["kind"]), body.get("value"))
+    return add_document(store, user_id, page_kind(configured_kinds(), request.path_params["kind"]), body.get("value"))
 
 
 def _document(store: BaseStore, user_id: str, request: Request, body: dict[str, Any]) -> dict[str, Any]:
-    kind, key = page_kind(_kinds(), request.path_params["kind"]), request.path_params["key"]
+    kind, key = page_kind(configured_kinds(), request.path_params["kind"]), request.path_params["key"]
     base = body.get("base") if "base" in body else NO_BASE
     if request.method == "DELETE":
         return delete_document(store, user_id, kind, key, base)
@@ -152,7 +149,7 @@ def _document(store: BaseStore, user_id: str, request: Request, body: dict[str, 
 
 
 def _undo(store: BaseStore, user_id: str, request: Request, body: dict[str, Any]) -> dict[str, Any]:
-    return undo(store, user_id, request.path_params["change_id"], _kinds())
+    return undo(store, user_id, request.path_params["change_id"], configured_kinds())
 
 
 async def session(request: Request) -> JSONResponse:
