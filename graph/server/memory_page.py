@@ -21,7 +21,6 @@ from langgraph.store.base import BaseStore, Item
 
 from graph.backends.atomic import ConflictError
 from graph.memory.changes import (
-    CLOSED_STATUSES,
     ChangeContext,
     IrreversibleChangeError,
     MemoryChange,
@@ -84,20 +83,27 @@ def kind_entry(kind: MemoryKind) -> dict[str, Any]:
         "text": kind.text,
         "key": kind.key,
         "summary_field": kind.summary_field,
+        "status_field": kind.status_field,
+        "open_statuses": list(kind.open_statuses),
+        "deadline_field": kind.deadline_field,
         "searchable": bool(kind.indexed_fields),
         "schema": kind.schema.model_json_schema(),
     }
 
 
-def _deadline(item: Item) -> float:
-    deadline = deadline_of(item.value)
+def _closed(kind: MemoryKind, item: Item) -> bool:
+    return bool(kind.status_field) and item.value.get(kind.status_field) not in kind.open_statuses
+
+
+def _deadline(kind: MemoryKind, item: Item) -> float:
+    deadline = deadline_of(item.value, kind.deadline_field) if kind.deadline_field else None
     return deadline.timestamp() if deadline else float("inf")
 
 
-def open_first(items: list[Item]) -> list[Item]:
-    """Documents in the order the page lists them: open ones first (a `status` of done or archived is closed), then
-    by `deadline` (none last), then oldest first; documents without those fields keep their order."""
-    return sorted(items, key=lambda item: (item.value.get("status") in CLOSED_STATUSES, _deadline(item)))
+def open_first(kind: MemoryKind, items: list[Item]) -> list[Item]:
+    """A kind's documents in the order the page lists them: open ones first (by the kind's `status_field`), then by
+    its `deadline_field` (none last), then oldest first; a kind without those fields keeps the order given."""
+    return sorted(items, key=lambda item: (_closed(kind, item), _deadline(kind, item)))
 
 
 def read_memories(
@@ -109,9 +115,8 @@ def read_memories(
     return {
         "user_id": user_id,
         "kinds": [kind_entry(kind) for kind in kinds],
-        "closed_statuses": list(CLOSED_STATUSES),
         "documents": {
-            kind.name: [document_entry(kind, item) for item in open_first(read_kind(store, kind, user_id))]
+            kind.name: [document_entry(kind, item) for item in open_first(kind, read_kind(store, kind, user_id))]
             for kind in kinds
         },
         "history": history[::-1][:history_shown],
@@ -157,7 +162,7 @@ def search_memories(
     found = [
         (kind, item)
         for kind in searched
-        for item in open_first(read_kind(store, kind, user_id))
+        for item in open_first(kind, read_kind(store, kind, user_id))
         if _mentions(item.value, query)
     ]
     return {"semantic": False, "results": [_found(kind, item) for kind, item in found[:limit]]}

@@ -9,11 +9,6 @@ const HISTORY_STEP = 50;
 const ACTIONS = { created: "added", updated: "changed", deleted: "deleted" };
 const UNDONE = { created: "restored (undo)", updated: "changed back (undo)", deleted: "removed again (undo)" };
 const SAVED = { token: "maistro.memories.token", user: "maistro.memories.user" };
-// Fields with a meaning of their own on any kind: a `status` enum holding "done" gets Mark done / Reopen and a
-// filter, and a `deadline` in the past of a document still open is marked overdue.
-const STATUS = "status";
-const DEADLINE = "deadline";
-const DONE = "done";
 
 const state = {
   auth: null,
@@ -338,14 +333,21 @@ function panelId(kind) {
   return `kind-${kind.name}`;
 }
 
-// The `status` field of a kind whose documents can be marked done, or null.
+// The schema of a collection's `status_field` when its documents can be closed and reopened (a choice with open
+// and closed values), or null. The ToDo list's is `status`: "not started" and "in progress" are open.
 function statusField(kind) {
-  const field = kind.schema.properties && kind.schema.properties[STATUS] ? shape(kind.schema, kind.schema.properties[STATUS]) : null;
-  return field && field.enum && field.enum.includes(DONE) ? field : null;
+  const declared = kind.collection && kind.status_field && kind.schema.properties ? kind.schema.properties[kind.status_field] : null;
+  const field = declared ? shape(kind.schema, declared) : null;
+  return field && field.enum && kind.open_statuses.length && field.enum.some((value) => !kind.open_statuses.includes(value)) ? field : null;
 }
 
-function isClosed(entry) {
-  return state.view.closed_statuses.includes(entry.value[STATUS]);
+function isClosed(kind, value) {
+  return Boolean(kind.status_field) && isRecord(value) && !kind.open_statuses.includes(value[kind.status_field]);
+}
+
+// The value that closes a document: the first closed choice ("done" for a ToDo).
+function closingStatus(kind, field) {
+  return field.enum.find((value) => !kind.open_statuses.includes(value));
 }
 
 // What a document is called in buttons, headings and notices: its summary field, or its key when that is empty.
@@ -386,8 +388,8 @@ function entriesShown(kind) {
   const all = state.view.documents[kind.name] || [];
   let shown = state.results && kind.searchable ? state.results.results.filter((found) => found.kind === kind.name) : all;
   const filter = state.filters[kind.name] || "all";
-  if (filter === "open") shown = shown.filter((entry) => !isClosed(entry));
-  else if (filter !== "all") shown = shown.filter((entry) => entry.value[STATUS] === filter);
+  if (filter === "open") shown = shown.filter((entry) => !isClosed(kind, entry.value));
+  else if (filter !== "all") shown = shown.filter((entry) => isRecord(entry.value) && entry.value[kind.status_field] === filter);
   return shown;
 }
 
@@ -407,7 +409,7 @@ function kindPanel(kind) {
   const all = state.view.documents[kind.name] || [];
   const status = kind.collection ? statusField(kind) : null;
   const count = !kind.collection ? null
-    : status ? `(${all.filter((entry) => !isClosed(entry)).length} open, ${all.length} in all)` : `(${all.length})`;
+    : status ? `(${all.filter((entry) => !isClosed(kind, entry.value)).length} open, ${all.length} in all)` : `(${all.length})`;
   const heading = el("h2", { id: `${id}-title`, tabindex: -1 }, capitalized(kind.title), count ? el("span", { class: "count", text: ` ${count}` }) : null);
   const panel = el("section", { id, class: "panel", "aria-labelledby": `${id}-title` }, heading,
     el("p", { class: "hint", text: capitalized(kind.description) }));
@@ -431,15 +433,18 @@ function kindPanel(kind) {
 
 // --- one document: a card showing it, with its buttons --------------------------------------------------------
 
-function fieldsList(root, schema, value) {
+// A document's fields as a table (`kind`: the document's kind, for its status and deadline; null for a nested
+// record).
+function fieldsList(root, schema, value, kind = null) {
   return el("dl", {}, properties(root, schema).flatMap(({ name, field }) => [
     el("dt", { text: humanized(name) }),
-    el("dd", {}, fieldValue(root, name, field, value[name], value)),
+    el("dd", {}, fieldValue(root, name, field, value[name], value, kind)),
   ]));
 }
 
-// One field's value in a card: lists as lists, records as nested tables, a past deadline of an open one marked.
-function fieldValue(root, name, field, value, document) {
+// One field's value in a card: lists as lists, records as nested tables, the status as a badge, and a deadline
+// passed on an open document marked.
+function fieldValue(root, name, field, value, document, kind) {
   const type = fieldType(root, field);
   if (type === "records" && Array.isArray(value) && value.length) {
     const items = shape(root, field.items);
@@ -449,8 +454,8 @@ function fieldValue(root, name, field, value, document) {
   if (type === "lines" && Array.isArray(value) && value.length) {
     return el("ul", { "aria-label": humanized(name) }, value.map((item) => el("li", { text: String(item) })));
   }
-  if (name === STATUS && field.enum && !isEmpty(value)) return el("span", { class: "status", text: String(value) });
-  const late = name === DEADLINE && !isEmpty(value) && !state.view.closed_statuses.includes(document[STATUS])
+  if (kind && name === kind.status_field && !isEmpty(value)) return el("span", { class: "status", text: String(value) });
+  const late = kind && name === kind.deadline_field && !isEmpty(value) && !isClosed(kind, document)
     && parseDate(value) && parseDate(value).getTime() < Date.now();
   return [showValue(root, field, value), late ? el("span", { class: "late", text: " · overdue" }) : null];
 }
@@ -463,7 +468,8 @@ function documentCard(kind, entry) {
   const name = documentName(kind, entry);
   const id = uniqueId("card");
   const focus = `${kind.name}:${entry.key}`;
-  const closed = kind.collection && statusField(kind) && entry.value && isClosed(entry);
+  const status = entry.problem ? null : statusField(kind);
+  const closed = status && isClosed(kind, entry.value);
   const card = el("li", { class: ["card", closed ? "closed" : "", entry.problem ? "invalid" : ""].filter(Boolean).join(" "), "data-key": entry.key, "aria-labelledby": kind.collection ? id : null });
   if (kind.collection) card.append(el("h3", { id, text: entry.problem ? `Not a valid ${kind.label}: ${shorten(name, 60)}` : name }));
   if (entry.problem) {
@@ -478,13 +484,13 @@ function documentCard(kind, entry) {
     card.append(el("p", { class: "text", text: typeof entry.value.memory === "string" ? entry.value.memory : "" }));
   } else {
     const schema = kind.collection ? { ...kind.schema, properties: Object.fromEntries(Object.entries(kind.schema.properties || {}).filter(([field]) => field !== kind.summary_field)) } : kind.schema;
-    card.append(fieldsList(kind.schema, schema, entry.value));
+    card.append(fieldsList(kind.schema, schema, entry.value, kind));
   }
-  const status = kind.collection && !entry.problem ? statusField(kind) : null;
+  const closing = status ? closingStatus(kind, status) : null;
   const toggle = status
     ? closed
-      ? el("button", { type: "button", class: "quiet", "data-focus": `${focus}:toggle`, "aria-label": `Reopen: ${name}`, text: "Reopen", onclick: (event) => setStatus(kind, entry, status.enum[0], event.currentTarget) })
-      : el("button", { type: "button", "data-focus": `${focus}:toggle`, "aria-label": `Mark done: ${name}`, text: "Mark done", onclick: (event) => setStatus(kind, entry, DONE, event.currentTarget) })
+      ? el("button", { type: "button", class: "quiet", "data-focus": `${focus}:toggle`, "aria-label": `Reopen: ${name}`, text: "Reopen", onclick: (event) => setStatus(kind, entry, kind.open_statuses[0], event.currentTarget) })
+      : el("button", { type: "button", "data-focus": `${focus}:toggle`, "aria-label": `Mark ${closing}: ${name}`, text: `Mark ${closing}`, onclick: (event) => setStatus(kind, entry, closing, event.currentTarget) })
     : null;
   card.append(el("div", { class: "buttons" },
     toggle,
@@ -497,8 +503,8 @@ function documentCard(kind, entry) {
 }
 
 function setStatus(kind, entry, status, button) {
-  const verb = status === DONE ? "Marked done" : "Reopened";
-  return change(button, () => api("PATCH", documentPath(kind, entry.key), { value: { [STATUS]: status }, base: entry.value }),
+  const verb = kind.open_statuses.includes(status) ? "Reopened" : `Marked ${status}`;
+  return change(button, () => api("PATCH", documentPath(kind, entry.key), { value: { [kind.status_field]: status }, base: entry.value }),
     () => `${verb}: ${quoted(documentName(kind, entry))}.`);
 }
 
