@@ -15,9 +15,10 @@ from graph.app.scripted_model import ScriptedChatModel, calls, profile, route, s
 from graph.memory import index_outage
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes
 from graph.memory.context import select_todos
+from graph.memory.kinds import DEFAULT_MEMORY_KINDS
 from graph.memory.kinds import TODO as TODO_KIND
 from graph.memory.store import HISTORY, namespace, search_all
-from graph.server.memory_page import search_todos
+from graph.server.memory_page import search_memories
 from tests.support.embedding_stub import EmbeddingStub
 from tests.support.helpers import chore, profile_of, todos, turn
 from tests.support.openai_stub import text_reply, tool_calls_reply
@@ -120,10 +121,10 @@ def test_searches_rank_by_words_while_the_index_fails(storage, endpoint, caplog)
 
     with caplog.at_level(logging.INFO):
         shown = select_todos(agent.store, "Lance", "Did I renew my passport?", limit=4).items
-        page = search_todos(agent.store, "Lance", "passport", limit=3)
+        page = search_memories(agent.store, "Lance", DEFAULT_MEMORY_KINDS, "passport", limit=3)
 
     assert "Renew passport" in [item.value["task"] for item in shown]
-    assert (page["semantic"], [todo["value"]["task"] for todo in page["todos"]]) == (False, ["Renew passport"])
+    assert (page["semantic"], [found["value"]["task"] for found in page["results"]]) == (False, ["Renew passport"])
     assert len(outage_lines(caplog)) == 1
     close_graph(agent)
 
