@@ -6,7 +6,7 @@ raises `SettingsError`, one sentence naming the variable, for a value that canno
 
 import difflib
 import functools
-import importlib
+import ipaddress
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,8 +15,6 @@ from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
-
-from graph.memory.kinds import DEFAULT_MEMORY_KINDS, MemoryKind, check_kinds
 
 PREFIXES = ("MAISTRO_", "OPENAI_")
 DEFAULT_MODEL = "gpt-4.1"
@@ -48,32 +46,11 @@ def _embeddings(choice: str) -> str:
     return choice
 
 
-@functools.lru_cache(maxsize=8)
-def load_memory_kinds(spec: str) -> tuple[MemoryKind, ...]:
-    """The memory kinds a MAISTRO_MEMORY_KINDS value (`package.module:NAME`) names; `DEFAULT_MEMORY_KINDS` for "".
-
-    Raises ValueError saying why the list cannot be used (the module does not import, has no such name, or
-    the object is not a list of `graph.MemoryKind` with distinct names).
-    """
-    if not spec:
-        return DEFAULT_MEMORY_KINDS
-    module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
-        raise ValueError("use package.module:NAME, naming a list of graph.MemoryKind")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as error:  # any failure of the user's module to import is reported, not raised
-        raise ValueError(f"the module {module_name} cannot be imported ({type(error).__name__}: {error})") from None
-    if not hasattr(module, attribute):
-        raise ValueError(f"the module {module_name} has no {attribute}")
-    try:
-        return check_kinds(getattr(module, attribute))
-    except ValueError as error:
-        raise ValueError(str(error).rstrip(".")) from None
-
-
 def _memory_kinds(spec: str) -> str:
-    load_memory_kinds(spec)
+    """A MAISTRO_MEMORY_KINDS value's form; the kinds it names are loaded by `graph.memory.kinds.configured_kinds`."""
+    module_name, _, attribute = spec.partition(":")
+    if spec and not (module_name and attribute):
+        raise ValueError("use package.module:NAME, naming a list of graph.MemoryKind")
     return spec
 
 
@@ -147,6 +124,18 @@ def _history_keep(text: Any) -> HistoryKeep:
     return HistoryKeep(count, days)
 
 
+def _networks(text: str) -> tuple[str, ...]:
+    networks = tuple(entry.strip() for entry in text.split(",") if entry.strip())
+    for network in networks:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            raise ValueError(
+                f"{network!r} is not an IP address or network; write addresses such as 127.0.0.1 or 10.0.0.0/8"
+            ) from None
+    return networks
+
+
 def _tokens_given(value: str | None) -> str | None:
     if value is not None and not value.strip():
         raise ValueError(
@@ -186,6 +175,7 @@ class Settings(BaseModel):
     )
     cors_origins: Annotated[tuple[str, ...], BeforeValidator(_origins)] = Field((), alias="MAISTRO_CORS_ORIGINS")
     allowed_hosts: Annotated[tuple[str, ...], BeforeValidator(_host_names)] = Field((), alias="MAISTRO_ALLOWED_HOSTS")
+    trusted_proxies: Annotated[tuple[str, ...], BeforeValidator(_networks)] = Field((), alias="MAISTRO_TRUSTED_PROXIES")
     max_failed_logins: int = Field(20, ge=1, alias="MAISTRO_MAX_FAILED_LOGINS")
     max_model_calls: int = Field(40, ge=1, le=1000, alias="MAISTRO_MAX_MODEL_CALLS")
     reply_timing: Literal[REPLY_TIMINGS] = Field("first", alias="MAISTRO_REPLY_TIMING")  # type: ignore[valid-type]
@@ -209,11 +199,6 @@ class Settings(BaseModel):
             name = str(first["loc"][0])
             reason = first["msg"].removeprefix("Value error, ")
             raise SettingsError(f"{name}={environ.get(name, '')!r} is invalid: {reason}.") from None
-
-    @property
-    def memory_kinds(self) -> tuple[MemoryKind, ...]:
-        """The memory kinds MAISTRO_MEMORY_KINDS names (`DEFAULT_MEMORY_KINDS` when it is unset)."""
-        return load_memory_kinds(self.memory_kinds_spec)
 
     def model_configured(self) -> bool:
         """Whether a model endpoint is configured (a key for OpenAI, or an OpenAI-compatible base URL)."""

@@ -26,13 +26,13 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graph.memory.store import InvalidUserIdError, check_user_id, user_label
 from graph.server.limits import MAX_RUN_INPUT_BYTES, MAX_SEARCH_LIMIT, MAX_STORE_VALUE_BYTES, json_size
-from graph.server.platform import header_text, run_input, server_store, store_request_namespace, store_rule_result
+from graph.server.platform import header_values, run_input, server_store, store_request_namespace, store_rule_result
 from graph.settings import Settings, current_settings
 
 if TYPE_CHECKING:
@@ -44,6 +44,8 @@ OWNER = "owner"
 SYSTEM_ASSISTANT = {"created_by": "system"}
 ANONYMOUS = ""
 API_KEY_HEADER = "x-api-key"
+# The headers a token may come in; a request may send each at most once.
+CREDENTIAL_HEADERS = ("authorization", API_KEY_HEADER)
 # A token is a password for a whole user: long enough that guessing one is hopeless behind the 429s.
 MIN_TOKEN_CHARACTERS = 16
 logger = logging.getLogger(__name__)
@@ -127,6 +129,12 @@ def _unauthorized(detail: str) -> Exception:
     return HTTPException(status_code=401, detail=detail, headers={"WWW-Authenticate": "Bearer"})
 
 
+def _bad_request(detail: str) -> Exception:
+    from langgraph_sdk.auth.exceptions import HTTPException
+
+    return HTTPException(status_code=400, detail=detail)
+
+
 def _forbidden(detail: str) -> Exception:
     from langgraph_sdk.auth.exceptions import HTTPException
 
@@ -139,27 +147,40 @@ def _too_large(what: str, size: int, limit: int) -> Exception:
     return HTTPException(status_code=413, detail=f"{what} is {size:,} bytes; the limit is {limit:,} bytes")
 
 
-def presented_token(headers: Mapping | None) -> str:
+class RepeatedCredentialError(ValueError):
+    """A request sent `Authorization` or `X-Api-Key` more than once: which one counts would depend on the reader."""
+
+
+def presented_token(headers: Mapping | Iterable[tuple] | None) -> str:
     """The token a request presents: `Authorization: Bearer <token>`, else `X-Api-Key: <token>` ("" if none).
 
-    Agent Chat UI and the SDKs' `api_key=` / LANGGRAPH_API_KEY send `X-Api-Key`.
+    Agent Chat UI and the SDKs' `api_key=` / LANGGRAPH_API_KEY send `X-Api-Key`. This is the one reader of
+    credentials: the server guard (which counts wrong tokens), the auth handler and the memory page's API all
+    call it, so that they check the same token. Raises `RepeatedCredentialError` when either header comes more
+    than once (headers in any form `graph.server.platform.header_values` reads).
     """
-    scheme, _, token = header_text(headers, "authorization").strip().partition(" ")
+    authorization, api_key = (header_values(headers, name) for name in CREDENTIAL_HEADERS)
+    if len(authorization) > 1 or len(api_key) > 1:
+        raise RepeatedCredentialError("Send one Authorization or X-Api-Key header, not several.")
+    scheme, _, token = "".join(authorization).strip().partition(" ")
     if scheme.lower() == "bearer" and token.strip():
         return token.strip()
-    return header_text(headers, API_KEY_HEADER).strip()
+    return "".join(api_key).strip()
 
 
 async def authenticate(headers: Mapping | None) -> dict[str, str]:
     """The caller as `{"identity": user id, "user_label": store label}`, from their token (Bearer or X-Api-Key);
-    401 without a valid one (when auth is on).
+    401 without a valid one (when auth is on), 400 for a repeated credential header.
 
     One parameter named `headers`, and a dict back: langgraph-api passes the headers by that name, Aegra
     positionally, and Aegra takes only a dict. Aegra's `store.scopes` (aegra.json) read `user_label`.
     """
     if not auth_enabled():
         return {"identity": ANONYMOUS}
-    token = presented_token(headers)
+    try:
+        token = presented_token(headers)
+    except RepeatedCredentialError as error:
+        raise _bad_request(str(error).rstrip(".")) from None
     if not token:
         raise _unauthorized("Send Authorization: Bearer <token> or X-Api-Key: <token>")
     user_id = identify(token)

@@ -7,17 +7,21 @@ wrote live. In order, for each HTTP request:
 1. **Origin.** A request a browser sends from another site (an `Origin` that is neither this server nor one
    of MAISTRO_CORS_ORIGINS) is refused with 403 before anything runs, so no web page the user visits can act
    on the server; allowed origins get CORS headers (no wildcard, no private-network grant).
-2. **Host.** On an open server (no tokens), and wherever MAISTRO_ALLOWED_HOSTS is set, a `Host` that is
-   neither loopback nor listed is refused (DNS rebinding turns a foreign site into "same origin").
+2. **Host.** A `Host` that is neither a loopback name nor listed in MAISTRO_ALLOWED_HOSTS is refused, with
+   tokens or without, before any token is read: DNS rebinding turns a foreign site into "same origin", and its
+   wrong tokens, sent from the user's own browser, would otherwise count against the user's address.
 3. **Routes, deny by default.** `/docs` is off (it runs a script from a public CDN on this origin). With
    tokens, only `/`, the health checks (`/ok`; Aegra's `/health`, `/ready`, `/live`) and the memory page's
    files answer without a token; development routes that act on every user's data (`/internal/...`,
    `/deploy`, `/metrics`) are refused even with one; every other route, including any a later server
-   version adds, needs a valid token (401), and a client address that presented MAISTRO_MAX_FAILED_LOGINS
-   wrong tokens within `FAILED_LOGIN_WINDOW_SECONDS` gets 429 for every request until the window has passed
-   (a right guess must look no different from a wrong one).
+   version adds, needs a valid token (401), read by `graph.server.auth.presented_token` as every other reader
+   does (a repeated credential header is a 400, and counts as a wrong token). A client address that presented
+   MAISTRO_MAX_FAILED_LOGINS wrong tokens within `FAILED_LOGIN_WINDOW_SECONDS` gets 429 for every request until
+   the window has passed (a right guess must look no different from a wrong one). The address is the TCP peer
+   of the connection (`client_address`), or what `X-Forwarded-For` says only when that peer is one of
+   MAISTRO_TRUSTED_PROXIES.
 4. **Limits.** WebSockets are refused (no route takes one). The body and query string are bounded, and the
-   body must be JSON of bounded depth whose documents, names and namespaces stay within
+   body must be JSON of bounded depth, finite numbers and Unicode text whose fields stay within
    `graph.server.limits` (400/413/414, nothing stored).
 """
 
@@ -32,9 +36,9 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from graph.server.auth import auth_enabled, identify, presented_token
+from graph.server.auth import RepeatedCredentialError, auth_enabled, identify, presented_token
 from graph.server.limits import MAX_REQUEST_BYTES, RequestRefused, check_body, check_query
-from graph.server.platform import HEALTH_PATHS
+from graph.server.platform import HEALTH_PATHS, header_values
 from graph.settings import current_settings
 
 # Health checks (each server's own), and the memory page with the one endpoint telling it whether to ask for a token.
@@ -130,6 +134,46 @@ def host_name(host: str) -> str:
         return ""
 
 
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def socket_peer(scope: Scope, receive: Receive) -> str:
+    """The address of the connection's TCP peer, whatever its headers say.
+
+    uvicorn (which both servers run on) rewrites `scope["client"]` from `X-Forwarded-For` before any app sees
+    the request whenever the peer is one of its `--forwarded-allow-ips` (127.0.0.1 and ::1 by default), so a
+    local process could name any address. uvicorn hands every app the bound `receive` of its request cycle, whose
+    transport knows the real peer; `scope["client"]` serves only where a server hands over something else.
+    """
+    transport = getattr(getattr(receive, "__self__", None), "transport", None)
+    peer = transport.get_extra_info("peername") if transport is not None else None
+    if isinstance(peer, tuple | list) and peer:
+        return str(peer[0])
+    return str((scope.get("client") or ("unknown", 0))[0])
+
+
+def _within(address: str, networks: tuple[Network, ...]) -> bool:
+    """Whether `address` is in one of `networks` (an IPv4 peer of a dual-stack socket, `::ffff:a.b.c.d`, as IPv4)."""
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    parsed = getattr(parsed, "ipv4_mapped", None) or parsed
+    return any(parsed in network for network in networks)
+
+
+def client_address(peer: str, forwarded_for: list[str], proxies: tuple[Network, ...]) -> str:
+    """The address a request comes from: the TCP `peer`, unless it is one of the trusted `proxies`; then the
+    nearest address in `X-Forwarded-For` (read from the right) that is not a trusted proxy itself."""
+    if not _within(peer, proxies):
+        return peer
+    hops = [hop.strip() for value in forwarded_for for hop in value.split(",") if hop.strip()]
+    for hop in reversed(hops):
+        if not _within(hop, proxies):
+            return hop
+    return hops[0] if hops else peer
+
+
 class ServerGuard:
     """ASGI middleware applying the rules of this module's docstring to every HTTP request."""
 
@@ -137,6 +181,7 @@ class ServerGuard:
         settings = current_settings()
         self.origins = set(settings.cors_origins)
         self.allowed_hosts = {name.lower() for name in settings.allowed_hosts}
+        self.trusted_proxies = tuple(ipaddress.ip_network(entry, strict=False) for entry in settings.trusted_proxies)
         self.failed_logins = FailedLogins(settings.max_failed_logins)
         self.app = CORSMiddleware(
             app,
@@ -159,7 +204,7 @@ class ServerGuard:
             if _is_preflight(scope):
                 await self.app(scope, receive, send)
                 return
-            self._check_route(scope)
+            self._check_route(scope, receive)
             check_query(scope.get("query_string", b""))
             body = await _read_body(scope, receive) if scope["method"] in BODY_METHODS else b""
             if body:
@@ -172,9 +217,7 @@ class ServerGuard:
     def _check_origin_and_host(self, scope: Scope) -> None:
         headers = Headers(scope=scope)
         host = headers.get("host", "")
-        if (not auth_enabled() or self.allowed_hosts) and not (
-            is_loopback_host(host) or host_name(host).lower() in self.allowed_hosts
-        ):
+        if not (is_loopback_host(host) or host_name(host).lower() in self.allowed_hosts):
             raise RequestRefused(
                 403, f"This server does not answer to the host {host!r}; list it in MAISTRO_ALLOWED_HOSTS to serve it."
             )
@@ -184,7 +227,7 @@ class ServerGuard:
                 403, f"Requests from the web origin {origin!r} are refused; add it to MAISTRO_CORS_ORIGINS to allow it."
             )
 
-    def _check_route(self, scope: Scope) -> None:
+    def _check_route(self, scope: Scope, receive: Receive) -> None:
         path, method = scope["path"], scope["method"]
         if path in DOCS_PATHS:
             raise RequestRefused(
@@ -192,10 +235,15 @@ class ServerGuard:
             )
         if not auth_enabled() or (method in READ_METHODS and (path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES))):
             return
-        client = (scope.get("client") or ("unknown", 0))[0]
+        forwarded_for = header_values(scope["headers"], "x-forwarded-for")
+        client = client_address(socket_peer(scope, receive), forwarded_for, self.trusted_proxies)
         if wait := self.failed_logins.retry_after(client):
             raise _RateLimited(wait)
-        token = presented_token(dict(scope["headers"]))
+        try:
+            token = presented_token(scope["headers"])
+        except RepeatedCredentialError as repeated:
+            self.failed_logins.record(client)
+            raise RequestRefused(400, str(repeated)) from None
         if not token:
             raise _Unauthorized("Send Authorization: Bearer <token> or X-Api-Key: <token>.")
         if not identify(token):

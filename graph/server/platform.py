@@ -4,7 +4,8 @@ Aegra (`aegra serve`). Everything else in `graph.server` is written once and ask
 - The server: Aegra's package is `aegra_api`, imported before it loads `langgraph.json`'s files; langgraph-api
   otherwise.
 - Headers: langgraph-api hands the auth handler the ASGI headers (`{b"name": b"value"}`); Aegra calls it with
-  `{"name": "value"}`. `header_text` reads either.
+  `{"name": "value"}`; the guard reads the raw ASGI list of pairs and the memory page Starlette's `Headers`, which
+  keep a repeated header. `header_values` reads each.
 - Store requests: langgraph-api names the namespace (or prefix) `namespace` in every action and reads the handler's
   changes from the request it passed; Aegra names a search's prefix `namespace_prefix` and list_namespaces'
   `prefix`, and takes changes only from a returned dict (`store_request_namespace`, `store_rule_result`). Aegra also
@@ -19,6 +20,7 @@ Aegra (`aegra serve`). Everything else in `graph.server` is written once and ask
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -37,13 +39,16 @@ def server_kind() -> str:
     return AEGRA if "aegra_api" in sys.modules else LANGGRAPH_API
 
 
-def header_text(headers: dict | None, name: str) -> str:
-    """One request header's value as text ("" if absent), from langgraph-api's bytes or Aegra's str headers."""
-    for key, value in (headers or {}).items():
-        key = key.decode("latin-1") if isinstance(key, bytes) else key
+def header_values(headers: Mapping | Iterable[tuple] | None, name: str) -> list[str]:
+    """Every value of one request header (lower-case `name`), in order, from any form a server hands over: a dict
+    of bytes (langgraph-api) or of text (Aegra), Starlette's `Headers`, or the ASGI list of (bytes, bytes) pairs."""
+    pairs = headers.items() if isinstance(headers, Mapping) else headers or ()
+    values = []
+    for key, value in pairs:
+        key = key.decode("latin-1") if isinstance(key, bytes) else str(key)
         if key.lower() == name:
-            return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
-    return ""
+            values.append(value.decode(errors="replace") if isinstance(value, bytes) else str(value))
+    return values
 
 
 def store_request_namespace(action: str, value: dict) -> tuple[str, ...]:
