@@ -37,7 +37,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.store.base import PutOp
 
 from bench.chore_endpoint import ADD, ChoreEndpoint, model_environment
-from bench.run import _create_database, _database_url, _postgres, scale_messages
+from bench.run import create_database, database_url, postgres_admin, scale_messages
 from graph import build_graph, close_graph
 from graph.memory.admin import export_memories
 from graph.memory.changes import list_history, undo_change
@@ -197,14 +197,14 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="maistro-bench-history-"))
     endpoint = ChoreEndpoint()
     results: dict[str, dict] = {}
-    with endpoint.start() as server, model_environment(server.base_url), _postgres(args.postgres, workdir) as admin_url:
+    with endpoint.start() as server, model_environment(server.base_url), postgres_admin(args.postgres, workdir) as admin_url:
         sqlite_dir = workdir / "sqlite"
         base = {**os.environ, "MAISTRO_DATABASE_URL": ""}
         results["sqlite"] = run_backend(
             lambda: build_graph(sqlite_dir), {**base, "MAISTRO_DATA_DIR": str(sqlite_dir)}, args.entries
         )
         if admin_url:
-            url = _database_url(admin_url, _create_database(admin_url, "maistro_bench_history"))
+            url = database_url(admin_url, create_database(admin_url, "maistro_bench_history"))
             results["postgres"] = run_backend(
                 lambda: build_graph(database_url=url), {**base, "MAISTRO_DATABASE_URL": url}, args.entries
             )
