@@ -24,6 +24,8 @@ DEFAULT_USER_ID = "default-user"
 # When the reply comes on a turn that saves memories: "first" (beside the UpdateMemory calls, while the updates
 # run) or "after_updates" (the tutorial's: a second chat call once they are done).
 REPLY_TIMINGS = ("first", "after_updates")
+DEFAULT_NODE_THREADS = 64
+MAX_NODE_THREADS = 1024
 
 
 class SettingsError(ValueError):
@@ -162,6 +164,9 @@ class Settings(BaseModel):
     max_model_calls: int = Field(40, ge=1, le=1000, alias="MAISTRO_MAX_MODEL_CALLS")
     reply_timing: Literal[REPLY_TIMINGS] = Field("first", alias="MAISTRO_REPLY_TIMING")  # type: ignore[valid-type]
     memory_kinds_spec: Annotated[str, AfterValidator(_memory_kinds)] = Field("", alias="MAISTRO_MEMORY_KINDS")
+    # Threads the API server runs the graph's sync nodes on, each holding one while it waits for the model
+    # (graph.server.executor); Python's own default is min(32, cores + 4).
+    node_threads: int = Field(DEFAULT_NODE_THREADS, ge=1, le=MAX_NODE_THREADS, alias="MAISTRO_NODE_THREADS")
 
     @classmethod
     def from_environ(cls, environ: dict[str, str]) -> "Settings":

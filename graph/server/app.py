@@ -3,7 +3,8 @@
 `/info` shadows the server's own: it tells clients (Agent Chat UI reads it) that crons are off while auth is
 on, since the auth rules refuse them. `/memories` is the memory page: plain HTML, CSS and JavaScript shipped
 in `static/`, whose JSON endpoints (`graph.server.memory_api`) authenticate each request themselves.
-The server guard (`graph.server.guard`) stands in front of every route, the server's own included.
+The server guard (`graph.server.guard`) stands in front of every route, the server's own included. The app's
+lifespan sizes the threads the server runs the graph's sync nodes on (`graph.server.executor`).
 """
 
 from pathlib import Path
@@ -17,6 +18,7 @@ from starlette.staticfiles import StaticFiles
 
 from graph.server import memory_api
 from graph.server.auth import auth_enabled
+from graph.server.executor import node_threads_lifespan
 from graph.server.guard import ServerGuard
 from graph.server.platform import server_info
 
@@ -62,4 +64,6 @@ app = FastAPI(
     ],
     # Both servers apply the custom app's middleware to every route they answer, their own included.
     middleware=[Middleware(ServerGuard)],
+    # Both servers run the custom app's lifespan inside their own, on the loop that runs the graph.
+    lifespan=node_threads_lifespan,
 )
