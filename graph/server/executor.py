@@ -4,9 +4,9 @@ The agent's nodes are sync functions. Under an API server a run is async, and La
 through langchain_core's `run_in_executor(None, ...)`: on the event loop's default executor, which Python sizes
 at min(32, cores + 4) threads, 6 on a 2-core machine. A node holds its thread for as long as it waits for the
 model, so with a model taking a second a call six waiting nodes stall every other run of the instance while its
-CPU idles. `node_threads_lifespan` is the custom app's lifespan (`graph.server.app`, mounted by `http.app` in
-langgraph.json and aegra.json; both servers run it on their event loop at start-up, inside their own): it makes
-a pool of MAISTRO_NODE_THREADS threads the loop's default executor before the first run. A thread waiting on a
+CPU idles. The custom app's lifespan (`graph.server.app`, mounted by `http.app` in langgraph.json and aegra.json;
+both servers run it on their event loop at start-up, inside their own) calls `use_node_threads`: a pool of
+MAISTRO_NODE_THREADS threads becomes the loop's default executor before the first run. A thread waiting on a
 socket costs its stack's memory and no CPU, so the pool is sized by how many nodes wait at once: at least twice
 the runs an instance runs at once (a turn routing two memories runs two update nodes together).
 
@@ -15,10 +15,7 @@ it sizes itself; there the setting does not apply.
 """
 
 import asyncio
-from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
-from typing import Any
 
 from graph.settings import current_settings
 
@@ -40,9 +37,3 @@ def use_node_threads(loop: asyncio.AbstractEventLoop) -> ThreadPoolExecutor:
     loop.set_default_executor(pool)
     return pool
 
-
-@asynccontextmanager
-async def node_threads_lifespan(app: Any) -> AsyncIterator[None]:
-    """The custom app's lifespan: the server's event loop runs sync nodes on MAISTRO_NODE_THREADS threads."""
-    use_node_threads(asyncio.get_running_loop())
-    yield
