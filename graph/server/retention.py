@@ -15,6 +15,12 @@ batches, on the server's own connection pool,
 - deletes each thread's finished runs (success, error, timeout, interrupted) but its newest MAISTRO_KEEP_TURNS;
   pending and running ones are never touched.
 
+At start-up it also drops the HNSW index LangGraph's store builds on `store_vectors` (`store_vectors_embedding_idx`,
+about 2 kB per ToDo): per-user search never uses it, since it reads the user's rows by namespace prefix and sorts
+them exactly (`python -m bench.vector_index` shows the plan). Once dropped the store's migrations do not build it
+again (they are recorded as applied). `ann_index_config: {"kind": "flat"}` in aegra.json would say the same, but
+the async store's setup refuses that kind (langgraph-checkpoint-postgres 3.2).
+
 Several instances may sweep at once: both statements are idempotent. On `langgraph dev` nothing runs (its runtime
 keeps its data in memory). Aegra's `runs` table is Aegra's schema, not LangGraph's: tests/server/test_retention.py
 runs the sweep against a real Aegra so that a change there fails a test.
@@ -35,6 +41,7 @@ THREADS_PER_BATCH = 200
 # A run inserted by a transaction that began before a sweep started commits after it: the next sweep looks back.
 LOOK_BACK = timedelta(minutes=1)
 FINISHED_RUNS = ("success", "error", "timeout", "interrupted")
+VECTOR_INDEX = "store_vectors_embedding_idx"
 _THREADS_RUN_SINCE = "SELECT DISTINCT thread_id FROM runs WHERE %(since)s::timestamptz IS NULL OR created_at >= %(since)s"
 _PRUNE_RUNS = """
 DELETE FROM runs r USING (
@@ -66,11 +73,21 @@ def batches(threads: Sequence[str]) -> list[list[str]]:
     return [list(threads[start : start + THREADS_PER_BATCH]) for start in range(0, len(threads), THREADS_PER_BATCH)]
 
 
+async def drop_vector_index(pool: Any) -> None:
+    """Drop the store's HNSW index, which no per-user query uses (see the module's docstring)."""
+    async with pool.connection() as conn:
+        await conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {VECTOR_INDEX}")
+
+
 async def sweep_forever(pool: Any) -> None:
-    """`sweep` every MAISTRO_TTL_SWEEP_MINUTES, each from where the last one started; a failed sweep is logged and
-    the next one covers its threads too."""
+    """Drop the unused vector index, then `sweep` every MAISTRO_TTL_SWEEP_MINUTES, each from where the last one
+    started; a failed step is logged and the next sweep covers its threads too."""
     settings = current_settings()
     since = None
+    try:
+        await drop_vector_index(pool)
+    except Exception:  # another instance may be dropping it at the same moment
+        logger.exception("The unused vector index %s could not be dropped; it is tried at the next start", VECTOR_INDEX)
     while True:
         try:
             since = await sweep(pool, since, settings.keep_turns) - LOOK_BACK

@@ -1,6 +1,6 @@
 """On Aegra a thread keeps its last MAISTRO_KEEP_TURNS turns of checkpoints and runs (graph.server.retention), and
 goes on after the sweep as before it; and the store has no HNSW index, which per-user search does not use
-(aegra.json's `ann_index_config`, see bench/vector_index.py)."""
+(see bench/vector_index.py)."""
 
 import time
 
