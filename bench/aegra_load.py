@@ -41,6 +41,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from urllib.parse import urlparse
 
+import httpx
 import psutil
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
@@ -117,7 +118,11 @@ class User:
 
     async def wrong_memories(self, chores: list[str]) -> int:
         """How many of the user's ToDos are missing, extra or duplicated against the chores they sent."""
-        items = (await self.clients[-1].store.search_items((TODO, user_label(self.name)), limit=100))["items"]
+        try:
+            found = await self.clients[-1].store.search_items((TODO, user_label(self.name)), limit=100)
+        except httpx.TransportError:  # a kept-alive connection the server closed while the user was idle: once more
+            found = await self.clients[-1].store.search_items((TODO, user_label(self.name)), limit=100)
+        items = found["items"]
         stored = sorted(item["value"]["task"] for item in items)
         return len(set(stored) ^ set(chores)) + len(stored) - len(set(stored))
 
