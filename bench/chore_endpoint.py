@@ -61,12 +61,13 @@ def prompt_tokens(request: dict) -> int:
     return texts + calls + tools + 4 * len(messages)
 
 
-def _documents(request: dict) -> dict[str, str]:
+def request_documents(request: dict) -> dict[str, str]:
     """The documents trustcall put into the request's prompt: their texts by id."""
     return documents_in_prompt("\n".join(_text(m) for m in request["messages"]))
 
 
-def _latest_user_line(request: dict) -> str:
+def latest_user_line(request: dict) -> str:
+    """The last line of the user's latest message in the request ("" when it has none)."""
     for message in reversed(request["messages"]):
         if message["role"] == "user":
             return _text(message).strip().splitlines()[-1]
@@ -108,7 +109,7 @@ class ChoreEndpoint:
         return text_reply("Nothing to change."), kind
 
     def _route(self, request: dict) -> dict:
-        line = _latest_user_line(request)
+        line = latest_user_line(request)
         kinds = ("user", "todo") if line.startswith(MOVED) else ("todo",) if ADD in line or FINISHED.search(line) else ()
         if not kinds:
             return text_reply(CHIT_CHAT_REPLY)
@@ -117,20 +118,20 @@ class ChoreEndpoint:
 
     def _profile(self, request: dict) -> dict:
         """File the city: a new profile, or a patch of the existing one (trustcall then offers only PatchDoc)."""
-        city = _latest_user_line(request).removeprefix(MOVED).split(";")[0]
+        city = latest_user_line(request).removeprefix(MOVED).split(";")[0]
         if "Profile" in tool_names(request):
             return tool_calls_reply(("Profile", {"location": city}))
-        [profile_id] = _documents(request)
+        [profile_id] = request_documents(request)
         patch = {"json_doc_id": profile_id, "planned_edits": "Update the city.",
                  "patches": [{"op": "replace", "path": "/location", "value": city}]}
         return tool_calls_reply(("PatchDoc", patch))
 
     def _todo(self, request: dict) -> dict:
-        line = _latest_user_line(request)
+        line = latest_user_line(request)
         if ADD in line:
             return tool_calls_reply(("ToDo", {"task": line.split(ADD, 1)[1], "solutions": ["This weekend"]}))
         if found := FINISHED.search(line):
-            ids = [doc_id for doc_id, doc in _documents(request).items() if f"(chore {found[1]})" in doc]
+            ids = [doc_id for doc_id, doc in request_documents(request).items() if f"(chore {found[1]})" in doc]
             if ids:
                 patch = {"json_doc_id": ids[0], "planned_edits": "Mark it done.",
                          "patches": [{"op": "replace", "path": "/status", "value": "done"}]}

@@ -168,8 +168,8 @@ def growth(data_dir: Path, endpoint: ChoreEndpoint, turns: int) -> dict:
 
 def postgres_statements(admin_url: str, endpoint: ChoreEndpoint, turns: int = 10) -> dict:
     """Statements and server transactions per ordinary turn (add a chore) on PostgreSQL, after 5 warm-up turns."""
-    database = _create_database(admin_url, "maistro_bench_statements")
-    url = _database_url(admin_url, database)
+    database = create_database(admin_url, "maistro_bench_statements")
+    url = database_url(admin_url, database)
     messages = [f"{ADD}Chore number {n} (chore {n})" for n in range(5 + turns)]
     agent = build_graph(database_url=url)
     play(agent, endpoint, "counted", messages[:5])
@@ -204,12 +204,12 @@ def main() -> None:
     endpoint = ChoreEndpoint()
     results: dict = {}
     started = time.perf_counter()
-    with endpoint.start() as server, model_environment(server.base_url), _postgres(args.postgres, workdir) as admin_url:
+    with endpoint.start() as server, model_environment(server.base_url), postgres_admin(args.postgres, workdir) as admin_url:
         backends: dict[str, Callable] = {"sqlite": lambda: build_graph(tempfile.mkdtemp(dir=workdir))}
         if admin_url:
             names = itertools.count()
             backends["postgres"] = lambda: build_graph(
-                database_url=_database_url(admin_url, _create_database(admin_url, f"maistro_bench_{next(names)}"))
+                database_url=database_url(admin_url, create_database(admin_url, f"maistro_bench_{next(names)}"))
             )
         for backend, open_agent in backends.items():
             results[backend] = {
@@ -226,7 +226,8 @@ def main() -> None:
 
 
 @contextmanager
-def _postgres(setting: str, workdir: Path) -> Iterator[str | None]:
+def postgres_admin(setting: str, workdir: Path) -> Iterator[str | None]:
+    """The admin URL of the PostgreSQL server to use: `auto` starts a throwaway one in `workdir`, `off` none."""
     if setting != "auto":
         yield None if setting == "off" else setting
         return
@@ -240,14 +241,16 @@ def _postgres(setting: str, workdir: Path) -> Iterator[str | None]:
         postgres_server.stop(directory)
 
 
-def _create_database(admin_url: str, name: str) -> str:
+def create_database(admin_url: str, name: str) -> str:
+    """Create (again) an empty database `name` on the server; returns its name."""
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
         conn.execute(f'CREATE DATABASE "{name}"')
     return name
 
 
-def _database_url(admin_url: str, database: str) -> str:
+def database_url(admin_url: str, database: str) -> str:
+    """The URL of `database` on the server of `admin_url`."""
     return admin_url.rsplit("/", 1)[0] + f"/{database}"
 
 

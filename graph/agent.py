@@ -32,10 +32,9 @@ from graph.backends.model import ChatModelFactory, ModelCallBudget, load_chat_mo
 from graph.backends.storage import close_storage, open_storage
 from graph.configuration import Configuration
 from graph.durability import durability_config
-from graph.memory.kinds import MemoryKind, check_kinds
+from graph.memory.kinds import MemoryKind, resolve_kinds
 from graph.nodes.chat import task_maistro
 from graph.nodes.update_kinds import update_node
-from graph.settings import current_settings
 from graph.state import InputState, State
 from graph.thread.tool_calls import pending_update_calls
 
@@ -64,7 +63,11 @@ def create_builder(
     `Configuration` is the run context's schema (a run's `context=`, shown in Studio); each node gets the run's
     settings from `RunSettings.of`, which also reads the tutorial's `configurable`.
     """
-    kinds = current_settings().memory_kinds if memory_kinds is None else check_kinds(memory_kinds)
+    return graph_builder(chat_model, resolve_kinds(memory_kinds))
+
+
+def graph_builder(chat_model: ChatModelFactory, kinds: tuple[MemoryKind, ...]) -> StateGraph:
+    """The uncompiled graph of `kinds`, already checked (`graph.memory.kinds.resolve_kinds`)."""
     builder = StateGraph(State, input_schema=InputState, context_schema=Configuration)
     builder.add_node("task_maistro", partial(task_maistro, chat_model=chat_model, kinds=kinds))
     for kind in kinds:
@@ -79,8 +82,12 @@ def compile_agent(
     chat_model: ChatModelFactory = load_chat_model, memory_kinds: Sequence[MemoryKind] | None = None, **persistence: Any
 ) -> CompiledStateGraph:
     """The compiled graph (with `checkpointer` and `store` when given), every run capped in model calls."""
-    compiled = create_builder(chat_model, memory_kinds).compile(name=AGENT_NAME, **persistence)
-    return compiled.with_config(callbacks=[ModelCallBudget()])
+    return compiled_graph(create_builder(chat_model, memory_kinds), **persistence)
+
+
+def compiled_graph(builder: StateGraph, **persistence: Any) -> CompiledStateGraph:
+    """The builder compiled under the agent's name, every run capped in model calls."""
+    return builder.compile(name=AGENT_NAME, **persistence).with_config(callbacks=[ModelCallBudget()])
 
 
 graph = compile_agent()
@@ -101,10 +108,10 @@ def build_graph(
     semantic index; `memory_kinds` (default MAISTRO_MEMORY_KINDS, else `DEFAULT_MEMORY_KINDS`) are the memories
     it keeps. Runs default to "sync" durability (see graph.durability). Release it with `close_graph`.
     """
-    kinds = None if memory_kinds is None else check_kinds(memory_kinds)  # refused before storage opens
+    kinds = resolve_kinds(memory_kinds)  # checked once, and refused before storage opens
     checkpointer, store = open_storage(data_dir, database_url, embeddings)
     store.start_ttl_sweeper()
-    compiled = compile_agent(chat_model, kinds, checkpointer=checkpointer, store=store)
+    compiled = compiled_graph(graph_builder(chat_model, kinds), checkpointer=checkpointer, store=store)
     return compiled.with_config(durability_config("sync"))
 
 

@@ -6,7 +6,6 @@ raises `SettingsError`, one sentence naming the variable, for a value that canno
 
 import difflib
 import functools
-import importlib
 import ipaddress
 import os
 from pathlib import Path
@@ -15,8 +14,6 @@ from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
-
-from graph.memory.kinds import DEFAULT_MEMORY_KINDS, MemoryKind, check_kinds
 
 PREFIXES = ("MAISTRO_", "OPENAI_")
 DEFAULT_MODEL = "gpt-4.1"
@@ -48,32 +45,11 @@ def _embeddings(choice: str) -> str:
     return choice
 
 
-@functools.lru_cache(maxsize=8)
-def load_memory_kinds(spec: str) -> tuple[MemoryKind, ...]:
-    """The memory kinds a MAISTRO_MEMORY_KINDS value (`package.module:NAME`) names; `DEFAULT_MEMORY_KINDS` for "".
-
-    Raises ValueError saying why the list cannot be used (the module does not import, has no such name, or
-    the object is not a list of `graph.MemoryKind` with distinct names).
-    """
-    if not spec:
-        return DEFAULT_MEMORY_KINDS
-    module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
-        raise ValueError("use package.module:NAME, naming a list of graph.MemoryKind")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as error:  # any failure of the user's module to import is reported, not raised
-        raise ValueError(f"the module {module_name} cannot be imported ({type(error).__name__}: {error})") from None
-    if not hasattr(module, attribute):
-        raise ValueError(f"the module {module_name} has no {attribute}")
-    try:
-        return check_kinds(getattr(module, attribute))
-    except ValueError as error:
-        raise ValueError(str(error).rstrip(".")) from None
-
-
 def _memory_kinds(spec: str) -> str:
-    load_memory_kinds(spec)
+    """A MAISTRO_MEMORY_KINDS value's form; the kinds it names are loaded by `graph.memory.kinds.configured_kinds`."""
+    module_name, _, attribute = spec.partition(":")
+    if spec and not (module_name and attribute):
+        raise ValueError("use package.module:NAME, naming a list of graph.MemoryKind")
     return spec
 
 
@@ -186,11 +162,6 @@ class Settings(BaseModel):
             name = str(first["loc"][0])
             reason = first["msg"].removeprefix("Value error, ")
             raise SettingsError(f"{name}={environ.get(name, '')!r} is invalid: {reason}.") from None
-
-    @property
-    def memory_kinds(self) -> tuple[MemoryKind, ...]:
-        """The memory kinds MAISTRO_MEMORY_KINDS names (`DEFAULT_MEMORY_KINDS` when it is unset)."""
-        return load_memory_kinds(self.memory_kinds_spec)
 
     def model_configured(self) -> bool:
         """Whether a model endpoint is configured (a key for OpenAI, or an OpenAI-compatible base URL)."""

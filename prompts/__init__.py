@@ -10,7 +10,7 @@ LANGUAGE_RULE = (
 
 MODEL_SYSTEM_MESSAGE = """{role}
 
-You are designed to be a companion to a user, helping them keep track of their ToDo list.
+You are designed to be a companion to a user, helping them keep track of their {kept}.
 
 You have a long term memory which keeps track of these things:
 {memory_list}
@@ -28,11 +28,9 @@ Here are your instructions for reasoning about the user's messages:
 - If one message carries news for several memories, call UpdateMemory once for each of them in the same reply.
 
 3. Tell the user that you have updated your memory, if appropriate:
-- Do not tell the user you have updated the user's profile
-- Tell the user when you update the todo list, naming what changed
-- Do not tell the user that you have updated instructions
+{tell_user_rules}
 
-4. Err on the side of updating the todo list. No need to ask for explicit permission.
+4. Err on the side of updating {eager}. No need to ask for explicit permission.
 
 5. {reply_rule}
 
@@ -48,10 +46,16 @@ REPLY_FIRST_RULE = """Respond naturally to the user in the same message as any U
 - If your answer needs the updated memories (e.g. to show the new list), call UpdateMemory with no text and answer after.
 - If a tool answer says an update failed or was not saved, tell the user, correcting what you said."""
 
-# One line of the chat prompt's list of memories, one memory's section, and one routing rule, per memory kind.
+# One line of the chat prompt's list of memories, one memory's section (of a guidance kind: something to follow),
+# and one routing rule, per memory kind.
 MEMORY_LIST_ITEM = "{number}. The user's {memory}: {description}"
 
 MEMORY_SECTION = """Here is the current {memory} of the user (may be empty if nothing has been saved yet):
+<{name}>
+{content}
+</{name}>"""
+
+GUIDANCE_SECTION = """Here is the user's {memory}: guidance for you to follow in every reply (may be empty if nothing has been saved yet):
 <{name}>
 {content}
 </{name}>"""
@@ -159,9 +163,15 @@ SEE_ABOVE = "Handled together with the previous UpdateMemory call."
 
 SECRETS_NOT_SAVED = "\nNot saved: {secrets}. Secrets are never kept in memory; tell the user so, without repeating them."
 
-EXTRACTION_FAILED = (
-    "The {memory} update failed: the model's output could not be used after several attempts, so nothing was changed."
-)
+EXTRACTION_FAILED = "The {memory} update failed: {problem}, so nothing was changed."
+
+# Why an update's model output was unusable (`graph.nodes.extraction.UnusableOutputError`), for EXTRACTION_FAILED.
+GAVE_UP_PROBLEM = "the model's output could not be used after several attempts"
+TEXT_ANSWER_PROBLEM = "the model answered in text instead of calling the tool it was given"
+MALFORMED_PROBLEM = "the model's call had malformed arguments"
+INVALID_PROBLEM = "some of the model's calls never fit the schema"
+DROPPED_PATCH_PROBLEM = "the model patched a document that does not exist, or with a patch that does not apply"
+EMPTY_TEXT_PROBLEM = "the model answered with no text"
 
 UPDATE_CONFLICT = (
     "The {memory} update was not saved: what it would change was edited elsewhere (for example on the memory "
@@ -180,3 +190,32 @@ COLLECTION_UNCHANGED = "No changes were made to the {memory}."
 TEXT_UPDATED = "{Memory} updated."
 
 TEXT_UNCHANGED = "The {memory} needed no change."
+
+# What the user is told about a call of the model's that could not run (graph.thread.model_message), and the reply
+# given when the model's reply was empty (graph.nodes.chat).
+
+REFUSED_UNKNOWN_TOOL_NOTE = "Not saved: the model called a tool that does not exist here ({name!r})"
+
+REFUSED_UPDATE_TYPE_NOTE = "Not saved: the model asked to update a memory that does not exist here ({value!r})"
+
+REFUSED_MALFORMED_NOTE = "Not saved: the model's memory update could not be read (its arguments were not valid JSON)"
+
+EMPTY_REPLY_FALLBACK = "Sorry, I have no answer to that. Could you say it another way?"
+
+SAVED_REPLY_FALLBACK = "Done. {notes}."
+
+# The count under a collection's rows in the chat prompt when the turn shows only part of it (the ToDo list
+# keeps its own, graph/memory/rendering.py).
+NOT_SHOWN_OPEN_AND_CLOSED = (
+    "(Not shown: {open} more open and {closed} closed items. Items the user names are always shown.)"
+)
+
+NOT_SHOWN = "(Not shown: {count} more items. Items the user names are always shown.)"
+
+# Rule 3 of the chat prompt, one line per memory kind: a kind's own (`MemoryKind.tell_user_rule`; the tutorial's
+# profile and instructions stay quiet), else this one.
+TELL_USER_RULE = "- Tell the user when you update the {memory}, naming what changed"
+
+PROFILE_TELL_USER_RULE = "- Do not tell the user you have updated the user's profile"
+
+INSTRUCTIONS_TELL_USER_RULE = "- Do not tell the user that you have updated instructions"

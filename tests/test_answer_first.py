@@ -8,13 +8,14 @@ from langchain_core.messages import AIMessage
 from graph.app.scripted_model import calls, document, patch, profile, replace, route, say, sequential_calls, todo
 from graph.memory.store import namespace
 from graph.nodes.update import MEMORY_UPDATE_EVENT
-from prompts import REPLY_AFTER_UPDATES_RULE, REPLY_FIRST_RULE
+from prompts import DROPPED_PATCH_PROBLEM, EXTRACTION_FAILED, REPLY_AFTER_UPDATES_RULE, REPLY_FIRST_RULE
 from tests.support.bookkeeping import assert_tool_calls_answered
 from tests.support.helpers import config, profile_of, todos, turn
 from tests.support.stored_names import TODO
 
 DENTIST = "Book a dentist appointment"
 CARD = "4111 1111 1111 1111"
+MILK_KEY = "milk"
 
 
 def unusable(messages, tools):
@@ -25,7 +26,7 @@ def unusable(messages, tools):
 def with_milk(agent) -> None:
     """Give the user one ToDo, so a ToDo update has a document to work on (and to fail on)."""
     milk = {"task": "Buy milk", "time_to_complete": None, "deadline": None, "solutions": [], "status": "not started"}
-    agent.store.put(namespace(TODO, "Lance"), "milk", milk)
+    agent.store.put(namespace(TODO, "Lance"), MILK_KEY, milk)
 
 
 def test_a_reply_beside_its_calls_ends_the_turn_without_a_second_chat_call(agent, model):
@@ -34,8 +35,9 @@ def test_a_reply_beside_its_calls_ends_the_turn_without_a_second_chat_call(agent
 
     thread = turn(agent, "Remind me to book a dentist.")
 
-    assert [m.type for m in thread] == ["human", "ai", "tool"]
-    assert thread[1].text == "I'll add the dentist to your list." and thread[2].status == "success"
+    assert [m.type for m in thread] == ["human", "ai", "tool", "ai"], "the turn ends with its reply"
+    assert thread[1].tool_calls and thread[1].text == "" and thread[2].status == "success"
+    assert thread[-1].text == "I'll add the dentist to your list." and not thread[-1].tool_calls
     assert list(todos(agent)) == [DENTIST]
     assert [call.node for call in model.calls] == ["task_maistro", "update_todos"]
     assert REPLY_FIRST_RULE in model.calls[0].system
@@ -64,7 +66,7 @@ def test_two_memories_update_in_parallel_after_one_chat_call(agent, model):
 
     thread = turn(agent, "I moved to Oakland and need to book a dentist.")
 
-    assert [m.type for m in thread] == ["human", "ai", "tool", "tool"]
+    assert [m.type for m in thread] == ["human", "ai", "tool", "tool", "ai"]
     assert profile_of(agent)["location"] == "Oakland" and list(todos(agent)) == [DENTIST]
     assert "Profile updated: location." in [m.text for m in thread[2:]], "the report names only what was filled in"
     assert len(model.calls_in("task_maistro")) == 1 and len(model.calls) == 3
@@ -123,14 +125,28 @@ def test_calls_that_never_validate_are_a_failed_update_told_in_the_same_turn(age
 
 def test_a_todo_update_that_changes_nothing_is_told_in_the_same_turn(agent, model):
     with_milk(agent)
+    model.add("task_maistro", route("todo", content="Marked the milk done."), say("Hm, the milk is done already."))
+    model.add("update_todos", calls(patch(MILK_KEY)))
+
+    thread = turn(agent, "The milk is done.")
+
+    assert [m.type for m in thread] == ["human", "ai", "tool", "ai"]
+    assert thread[2].text == "No changes were made to the ToDo list." and thread[2].status == "success"
+    assert thread[-1].text == "Hm, the milk is done already."
+
+
+def test_a_patch_of_a_todo_that_does_not_exist_is_a_failed_update_told_in_the_same_turn(agent, model):
+    with_milk(agent)
     model.add("task_maistro", route("todo", content="Marked the milk done."), say("Hm, I could not find that task."))
     model.add("update_todos", calls(patch("no-such-id", replace("/status", "done"))))
 
     thread = turn(agent, "The milk is done.")
 
     assert [m.type for m in thread] == ["human", "ai", "tool", "ai"]
-    assert thread[2].text == "No changes were made to the ToDo list." and thread[2].status == "success"
-    assert thread[-1].text == "Hm, I could not find that task."
+    assert thread[2].status == "error" and thread[2].text == EXTRACTION_FAILED.format(
+        memory="ToDo list", problem=DROPPED_PATCH_PROBLEM
+    )
+    assert thread[-1].text == "Hm, I could not find that task." and todos(agent)["Buy milk"]["status"] == "not started"
 
 
 def test_a_secret_kept_out_of_memory_is_told_in_the_same_turn(agent, model):
@@ -246,5 +262,5 @@ def test_a_cut_message_gets_its_notice_on_the_reply_given_first(agent, model):
 
     thread = turn(agent, huge)
 
-    assert thread[1].text.startswith(f"(Your message was {len(huge):,} characters long; I read only the first")
-    assert thread[1].text.endswith("Added your plan.") and len(model.calls_in("task_maistro")) == 1
+    assert thread[-1].text.startswith(f"(Your message was {len(huge):,} characters long; I read only the first")
+    assert thread[-1].text.endswith("Added your plan.") and len(model.calls_in("task_maistro")) == 1

@@ -20,7 +20,8 @@ from langchain_core.messages import HumanMessage, ToolMessage
 
 from graph.app.scripted_model import calls, route, say, todo
 from graph.memory.changes import list_history, undo_change
-from graph.server.memory_page import edit_todo
+from graph.memory.kinds import TODO
+from graph.server.memory_page import edit_document
 from tests.support.bookkeeping import assert_tool_calls_answered
 from tests.support.helpers import todos
 from tests.support.replay_worker import BARREL, CONFIG, FERN, SOIL, USER, WATER, second_update
@@ -48,7 +49,7 @@ def test_an_update_replayed_after_its_commit_neither_asks_the_model_nor_writes_a
     created_soil = next(e for e in list_history(agent.store, USER) if (e["after"] or {}).get("task") == SOIL)
     undo_change(agent.store, USER, created_soil["id"])
     fern_key = next(e["key"] for e in list_history(agent.store, USER) if (e["after"] or {}).get("task") == FERN)
-    edit_todo(agent.store, USER, fern_key, {"status": "done"})
+    edit_document(agent.store, USER, TODO, fern_key, {"status": "done"})
     history_before = [entry["id"] for entry in list_history(agent.store, USER)]
     model.standing.update({"task_maistro": say("Start with the fern."), "update_todos": second_update})
 

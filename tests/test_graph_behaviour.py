@@ -204,7 +204,7 @@ def test_unknown_update_type_gets_a_clear_answer_and_changes_nothing(agent, mode
 def test_malformed_arguments_get_a_clear_answer(agent, model):
     malformed = AIMessage(
         content="",
-        invalid_tool_calls=[{"name": "UpdateMemory", "args": "{update_type: todo", "id": "c1", "error": "bad JSON"}],
+        invalid_tool_calls=[{"name": "UpdateMemory", "args": "update_type todo", "id": "c1", "error": "bad JSON"}],
     )
     model.add("task_maistro", malformed, say("Could you say that again?"))
 
@@ -232,7 +232,7 @@ def test_valid_and_invalid_calls_in_one_message(agent, model):
     assert list(todos(agent)) == ["Buy milk"]
 
 
-def test_patch_for_a_missing_document_changes_nothing(agent, model):
+def test_patch_for_a_missing_document_changes_nothing_and_fails(agent, model):
     model.add("task_maistro", route("todo"), say("Added."), route("todo"), say("Hmm, nothing changed."))
     model.add("update_todos", calls(todo("Buy milk", solutions=["Corner shop"])))
     turn(agent, "Add milk.")
@@ -241,7 +241,7 @@ def test_patch_for_a_missing_document_changes_nothing(agent, model):
 
     thread = turn(agent, "Milk is done.")
 
-    assert thread[-2].content == "No changes were made to the ToDo list."
+    assert thread[-2].status == "error" and "update failed" in thread[-2].content
     assert todos(agent) == before
 
 

@@ -141,3 +141,7 @@ def test_long_term_memory_imports_nothing_from_the_backends(edges):
         if target == f"{PACKAGE}.backends" or target.startswith(f"{PACKAGE}.backends.")
     ]
     assert not upward, "graph/memory/ imports graph/backends/:\n" + "\n".join(upward)
+
+
+def test_the_settings_import_nothing_of_the_package(edges):
+    assert edges[f"{PACKAGE}.settings"] == {}, "the settings sit below every other module (the memory kinds too)"

@@ -57,7 +57,8 @@ def test_export_import_into_another_user_gives_the_same_json(agent):
     "data, problem",
     [
         ({"format": "v0"}, "not a task-maistro memory export"),
-        ({"format": EXPORT_FORMAT, "todos": {}}, "unknown sections: todos"),
+        ({"format": EXPORT_FORMAT, "to-dos": {}}, "the section \"to-dos\" cannot be imported: no memory can be called"),
+        ({"format": EXPORT_FORMAT, "habit": {"k": ["not", "an", "object"]}}, "a stored memory document is a JSON object"),
         ({"format": EXPORT_FORMAT, "todo": {"k": {"task": "No solutions", "status": "someday"}}}, '"todo" item "k"'),
         ({"format": EXPORT_FORMAT, "profile": {"second": LANCE_PROFILE}}, 'under the key "user_profile"'),
         ({"format": EXPORT_FORMAT, "instructions": {"user_instructions": "plain text"}}, '"instructions" item'),

@@ -1,16 +1,19 @@
 """The memory kinds are declared once (`graph.MemoryKind`): the defaults keep the tutorial's stored names and
 shapes, a minimal declaration is a complete kind, and the code reads kinds from the registry."""
 
+import re
 from typing import Optional
 
 import pytest
-from pydantic import BaseModel, Field
+from langgraph.graph import MessagesState
+from pydantic import BaseModel, ConfigDict, Field
 
 from graph import DEFAULT_MEMORY_KINDS, MemoryKind
 from graph.memory.admin import export_memories, import_memories
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, document_problem, list_history
-from graph.memory.kinds import UnknownKindError, kind_named
+from graph.memory.kinds import GRAPH_NAMES, UnknownKindError, kind_named
 from graph.memory.store import namespace, read_kind
+from graph.state import State
 from schemas import Instructions, Profile, ToDo
 from tests.support.stored_names import INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_KEY, TODO
 
@@ -41,7 +44,7 @@ def test_a_kind_declared_with_four_fields_gets_its_defaults():
         "contact", "contact", "contact list", "", False
     )
     journal = MemoryKind(name="journal", schema=Contact, collection=False, description="The user's journal")
-    assert (journal.key, journal.title) == ("user_journal", "journal")
+    assert (journal.key, journal.title) == ("user_journal", "contact"), "a document is named after its schema"
     assert (CONTACT.summary_field, CONTACT.indexed_fields, journal.indexed_fields) == ("name", ("name",), ())
 
 
@@ -85,3 +88,58 @@ def test_a_new_kind_is_committed_with_history_exported_and_imported(agent):
     counts = import_memories(memory_store, "Grace", exported, kinds)
     assert counts["contact"] == 1
     assert memory_store.get(namespace(CONTACT, "Grace"), "ada").value == ada
+
+
+class Tone(BaseModel):
+    """How the user wants to be answered."""
+
+    style: str = Field(description="The tone, in words.")
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"schema": Tone, "collection": False, "text": True}, "free text, so its schema needs a `memory: str` field, which Tone lacks"),
+        ({"guidance": True}, "sets guidance, which only a free-text kind"),
+        ({"summary_field": "nickname"}, "has summary_field 'nickname', which is not a field of Contact"),
+        ({"indexed_fields": ("name", "email[*]")}, "indexes 'email[*]' (indexed_fields), which is not a field of Contact"),
+        ({"status_field": "state", "open_statuses": ("open",)}, "has status_field 'state', which is not a field of Contact"),
+        ({"open_statuses": ("open",)}, "needs status_field and open_statuses together"),
+        ({"deadline_field": "due"}, "has deadline_field 'due', which is not a field of Contact"),
+        ({"node": "task_maistro"}, "has node 'task_maistro', a name the graph uses itself"),
+        ({"node": "__end__"}, "has node '__end__', a name the graph uses itself"),
+        ({"node": "messages"}, "has node 'messages', a name the graph uses itself"),
+    ],
+)
+def test_a_declaration_that_would_fail_later_is_refused_when_declared_naming_the_field(fields, message):
+    declared = {"name": "contact", "schema": Contact, "collection": True, "description": "People", **fields}
+    with pytest.raises(ValueError, match=re.escape(message)) as refused:
+        MemoryKind(**declared)
+    assert str(refused.value).count(". ") == 0 and str(refused.value).startswith("The memory kind 'contact'")
+
+
+def test_the_graphs_own_names_cover_the_state_keys():
+    assert set(State.__annotations__) | set(MessagesState.__annotations__) <= set(GRAPH_NAMES)
+
+
+def test_default_labels_come_from_the_schemas_title_in_words():
+    class HealthNote(BaseModel):
+        """A note."""
+
+        text: str
+
+    class Titled(BaseModel):
+        """A habit."""
+
+        model_config = ConfigDict(title="Daily habit")
+        name: str
+
+    assert MemoryKind(name="health", schema=HealthNote, collection=False, description="d").label == "health note"
+    assert MemoryKind(name="habits", schema=Titled, collection=True, description="d").title == "daily habit list"
+    assert [kind.label for kind in DEFAULT_MEMORY_KINDS] == ["profile", "ToDo", "instructions"]
+
+
+def test_a_turns_words_are_matched_against_the_fields_people_write():
+    todo = kind_named(DEFAULT_MEMORY_KINDS, TODO)
+    assert todo.text_fields == ("task", "solutions"), "not the deadline, the minutes or the status"
+    assert CONTACT.text_fields == ("name", "phone")

@@ -14,8 +14,13 @@ from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, Field
 
 from tests.support.openai_stub import (
+    CutStream,
+    Delayed,
     OpenAIStub,
+    RawBody,
     StubError,
+    calls_reply,
+    raw_call,
     system_text,
     text_reply,
     tool_calls_reply,
@@ -256,3 +261,39 @@ def test_unknown_paths_models_and_lifecycle():
         assert body["error"]["message"] == "Invalid URL (POST /v1/responses)"
     stub.stop()
     assert stub.requests == []
+
+
+def test_an_assistant_call_without_an_id_is_rejected():
+    with OpenAIStub(lambda request: text_reply("unused")) as stub:
+        url = f"{stub.base_url}/chat/completions"
+        for call_id in (None, ""):
+            call = {"type": "function", "function": {"name": "GetWeather", "arguments": "{}"}}
+            if call_id is not None:
+                call["id"] = call_id
+            messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [call]}]
+            status, body = call_stub(url, {"model": "gpt-test", "messages": messages})
+            assert status == 400
+            assert body["error"]["message"] == "Missing required parameter: 'messages[1].tool_calls[0].id'."
+
+
+def test_replies_may_carry_the_faults_of_real_models():
+    replies = iter(
+        [
+            calls_reply(raw_call("GetWeather", "{'city': 'Oslo',}", None), content="Checking."),
+            RawBody("<html>502 Bad Gateway</html>"),
+            CutStream(text_reply("It is sunny in Oslo today."), after=2),
+            Delayed(text_reply("Late."), 0.5),
+        ]
+    )
+    with OpenAIStub(lambda request: next(replies)) as stub:
+        llm = make_llm(stub, max_retries=0)
+        malformed = llm.invoke("Weather in Oslo?")
+        with pytest.raises(json.JSONDecodeError):
+            llm.invoke("Again?")
+        with pytest.raises(openai.APIConnectionError):
+            list(llm.stream("And now?"))
+        with pytest.raises(openai.APITimeoutError):
+            make_llm(stub, max_retries=0, timeout=0.2).invoke("Slowly?")
+
+    assert malformed.content == "Checking." and malformed.tool_calls == []
+    assert [(call["name"], call["id"]) for call in malformed.invalid_tool_calls] == [("GetWeather", None)]

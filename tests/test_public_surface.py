@@ -15,7 +15,7 @@ import pytest
 import graph
 
 ROOT = Path(__file__).resolve().parents[1]
-SUBPACKAGES = ["app", "backends", "memory", "nodes", "server", "thread"]
+SUBPACKAGES = ["app", "backends", "eval", "memory", "nodes", "server", "thread"]
 
 
 def test_every_public_name_loads_from_the_module_type_checkers_read_it_from():
@@ -64,4 +64,5 @@ def test_the_wheel_ships_py_typed_the_memory_page_and_the_mit_license(tmp_path):
         license_text = archive.read(license_file).decode()
     assert "graph/py.typed" in names
     assert {f"graph/server/static/{page.name}" for page in (ROOT / "graph" / "server" / "static").iterdir()} <= names
+    assert {f"graph/eval/cases/{case.name}" for case in (ROOT / "graph" / "eval" / "cases").glob("*.json")} <= names
     assert "License-Expression: MIT" in fields and license_text.startswith("MIT License\n")

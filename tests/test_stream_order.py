@@ -16,7 +16,7 @@ from graph.app.session import ChatSession, Note, Progress, Token
 from graph.memory.kinds import TODO
 from graph.memory.store import namespace
 from graph.nodes.extraction import EXTRACTION_STEP_LIMIT
-from prompts import EXTRACTION_FAILED, REPLY_AFTER_UPDATES_RULE, REPLY_FIRST_RULE, SECRETS_NOT_SAVED
+from prompts import EXTRACTION_FAILED, GAVE_UP_PROBLEM, REPLY_AFTER_UPDATES_RULE, REPLY_FIRST_RULE, SECRETS_NOT_SAVED
 from tests.support.helpers import SWIM_ITEM, profile_of, todos
 from tests.support.openai_stub import OpenAIStub, StubError, system_text, text_reply, tool_calls_reply
 from tests.support.stub_script import kind_of, update
@@ -64,8 +64,8 @@ def test_a_one_memory_turn_streams_the_reply_before_the_note_and_asks_the_model_
     assert REPLY_FIRST_RULE in system_text(stub.requests[0])
     assert list(todos(agent)) == [DENTIST]
     thread = agent.get_state(session.config).values["messages"]
-    assert [m.type for m in thread] == ["human", "ai", "tool"]
-    assert thread[1].text == FIRST_REPLY and thread[2].tool_call_id == thread[1].tool_calls[0]["id"]
+    assert [m.type for m in thread] == ["human", "ai", "tool", "ai"], "the turn ends with its reply"
+    assert thread[2].tool_call_id == thread[1].tool_calls[0]["id"] and thread[-1].text == FIRST_REPLY
 
 
 def meets(stub: OpenAIStub, other: str, reply: dict, met: list[bool]) -> Callable[[dict], dict]:
@@ -105,7 +105,8 @@ def extraction_fails(agent, script) -> tuple[str, list[str]]:
     """The ToDo extraction is refused every time (an existing item makes trustcall retry): the update fails."""
     agent.store.put(namespace(TODO, "Lance"), "swim", SWIM_ITEM)
     script.add("todo", *[CONTENT_FILTERED] * EXTRACTION_STEP_LIMIT)
-    return EXTRACTION_FAILED.format(memory="ToDo list"), ["ToDo list not updated: the update failed"]
+    failure = EXTRACTION_FAILED.format(memory="ToDo list", problem=GAVE_UP_PROBLEM)
+    return failure, ["ToDo list not updated: the update failed"]
 
 
 def secret_withheld(agent, script) -> tuple[str, list[str]]:

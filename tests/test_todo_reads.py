@@ -31,9 +31,9 @@ def fetched(monkeypatch) -> list[int]:
     counts: list[int] = []
     read = TodoChangeLog.read_memory_rows
 
-    def counting(store, user_id, mark):
-        rows = read(store, user_id, mark)
-        counts.append(len(rows.changes))
+    def counting(store, user_id, kinds, marks):
+        rows = read(store, user_id, kinds, marks)
+        counts.append(sum(map(len, rows.changes.values())))
         return rows
 
     monkeypatch.setattr(TodoChangeLog, "read_memory_rows", counting)

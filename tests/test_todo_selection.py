@@ -9,6 +9,7 @@ from langgraph.store.memory import InMemoryStore
 from graph.app.scripted_model import patch_where, replace, route, say
 from graph.backends.storage import open_store
 from graph.memory.context import select_todos
+from graph.memory.kinds import TODO as TODO_KIND
 from graph.memory.selection import LISTS, deadline_of, entry, terms
 from graph.memory.store import namespace
 from graph.server.memory_page import open_first
@@ -79,9 +80,9 @@ def test_prompt_cost_stays_flat_as_the_list_grows(agent, model):
 def test_a_list_read_again_prepares_only_what_changed(tmp_path, monkeypatch):
     prepared = []
 
-    def counted_entry(item):
+    def counted_entry(item, *kind):
         prepared.append(item.key)
-        return entry(item)
+        return entry(item, *kind)
 
     monkeypatch.setattr("graph.memory.context.entry", counted_entry)
     with open_store(tmp_path, "", "") as store:
@@ -111,7 +112,7 @@ def test_the_memory_page_and_the_prompt_read_a_deadline_without_a_zone_alike(mon
                      key="a", namespace=("todo", "u"), created_at=now, updated_at=now)
         aware = Item(value={"task": "aware", "status": "not started", "deadline": "2026-12-01T09:00:00-05:00"},
                      key="b", namespace=("todo", "u"), created_at=now, updated_at=now)
-        page_order = [item.key for item in open_first([aware, naive])]
+        page_order = [item.key for item in open_first(TODO_KIND, [aware, naive])]
     finally:
         monkeypatch.delenv("TZ")
         time.tzset()

@@ -28,7 +28,7 @@ from graph.memory.changes import (
 )
 from graph.memory.conditions import ConflictError
 from graph.memory.store import namespace
-from graph.server.memory_page import PageError, edit_todo
+from graph.server.memory_page import PageError, edit_document
 from prompts import UPDATE_CONFLICT
 from tests.support.helpers import todos, turn
 from tests.support.stored_names import TODO
@@ -70,7 +70,7 @@ def add_water(agent, model) -> str:
 
 def test_an_edit_made_elsewhere_during_a_turn_is_kept_and_the_turn_applies_its_change_on_top(agent, model, other_store):
     key = add_water(agent, model)
-    edits = iter([lambda: edit_todo(other_store, "Lance", key, {"status": "done"})])
+    edits = iter([lambda: edit_document(other_store, "Lance", kinds.TODO, key, {"status": "done"})])
     model.add("task_maistro", route("todo"), say("Deadline set."))
     model.add("update_todos", set_deadline_after(lambda: next(edits, lambda: None)()), set_deadline_after(lambda: None))
 
@@ -88,7 +88,7 @@ def test_an_edit_made_elsewhere_during_a_turn_is_kept_and_the_turn_applies_its_c
 def test_a_document_that_keeps_changing_during_a_turn_is_left_as_edited_and_the_answer_says_so(agent, model, other_store):
     key = add_water(agent, model)
     minutes = iter(range(10, 100, 10))
-    edit = lambda: edit_todo(other_store, "Lance", key, {"time_to_complete": next(minutes)})  # noqa: E731
+    edit = lambda: edit_document(other_store, "Lance", kinds.TODO, key, {"time_to_complete": next(minutes)})  # noqa: E731
     model.add("task_maistro", route("todo"), say("Someone else is editing that ToDo."))
     model.add("update_todos", set_deadline_after(edit), set_deadline_after(edit))
 
@@ -117,7 +117,7 @@ def store_reads_then(store, monkeypatch, edit) -> None:
 
 def test_an_undo_starts_from_the_document_another_writer_left(agent, model, other_store, monkeypatch):
     key = add_water(agent, model)
-    edits = iter([lambda: edit_todo(other_store, "Lance", key, {"status": "done"})])
+    edits = iter([lambda: edit_document(other_store, "Lance", kinds.TODO, key, {"status": "done"})])
     store_reads_then(agent.store, monkeypatch, lambda: next(edits, lambda: None)())
 
     entry = undo_change(agent.store, "Lance", list_history(agent.store, "Lance")[0]["id"])
@@ -129,7 +129,7 @@ def test_an_undo_starts_from_the_document_another_writer_left(agent, model, othe
 def test_an_undo_whose_document_keeps_changing_writes_nothing(agent, model, other_store, monkeypatch):
     key = add_water(agent, model)
     minutes = iter(range(10, 100, 10))
-    store_reads_then(agent.store, monkeypatch, lambda: edit_todo(other_store, "Lance", key, {"time_to_complete": next(minutes)}))
+    store_reads_then(agent.store, monkeypatch, lambda: edit_document(other_store, "Lance", kinds.TODO, key, {"time_to_complete": next(minutes)}))
     created = list_history(agent.store, "Lance")[0]["id"]
 
     with pytest.raises(UndoConflictError, match="kept changing"):
@@ -206,11 +206,11 @@ def test_no_writer_slips_in_between_a_batch_check_and_its_write(agent, request, 
 def test_a_page_edit_that_another_writer_overtakes_after_its_check_is_a_409_not_a_500(agent, model, other_store, monkeypatch):
     key = add_water(agent, model)
     shown = todos(agent)[WATER]
-    edits = iter([lambda: edit_todo(other_store, "Lance", key, {"status": "in progress"})])
+    edits = iter([lambda: edit_document(other_store, "Lance", kinds.TODO, key, {"status": "in progress"})])
     store_reads_then(agent.store, monkeypatch, lambda: next(edits, lambda: None)())
 
     with pytest.raises(PageError) as refused:
-        edit_todo(agent.store, "Lance", key, {"status": "done"}, base=shown)
+        edit_document(agent.store, "Lance", kinds.TODO, key, {"status": "done"}, base=shown)
 
     assert refused.value.status == 409 and "changed since the page showed it" in refused.value.detail
     assert todos(agent)[WATER]["status"] == "in progress"

@@ -198,28 +198,34 @@ def _show(kind: "MemoryKind", user: str | None, as_json: bool, data_dir: Path | 
             Console().print(memory_view(store, kind, user_id))
 
 
+def _show_named(name: str, user: str | None, as_json: bool, data_dir: Path | None) -> None:
+    """Show the declared memory kind called `name`; one sentence naming the declared kinds when there is none."""
+    from graph.memory.kinds import UnknownKindError, configured_kinds, kind_named
+
+    kinds = configured_kinds()
+    try:
+        chosen = kind_named(kinds, name)
+    except UnknownKindError:
+        _fail(f"There is no memory kind {name!r}; the kinds are {', '.join(known.name for known in kinds)}.")
+    _show(chosen, user, as_json, data_dir)
+
+
 @app.command()
 def todos(user: UserOption = None, as_json: JsonOption = False, data_dir: DataDirOption = None) -> None:
     """Show the ToDo list: task, status, deadline, time to complete, solutions."""
-    from graph.memory.kinds import TODO
-
-    _show(TODO, user, as_json, data_dir)
+    _show_named("todo", user, as_json, data_dir)
 
 
 @app.command()
 def profile(user: UserOption = None, as_json: JsonOption = False, data_dir: DataDirOption = None) -> None:
     """Show the profile: name, location, job, connections, interests."""
-    from graph.memory.kinds import PROFILE
-
-    _show(PROFILE, user, as_json, data_dir)
+    _show_named("profile", user, as_json, data_dir)
 
 
 @app.command()
 def instructions(user: UserOption = None, as_json: JsonOption = False, data_dir: DataDirOption = None) -> None:
     """Show the instructions for writing ToDos."""
-    from graph.memory.kinds import INSTRUCTIONS
-
-    _show(INSTRUCTIONS, user, as_json, data_dir)
+    _show_named("instructions", user, as_json, data_dir)
 
 
 @app.command()
@@ -230,15 +236,7 @@ def show(
     data_dir: DataDirOption = None,
 ) -> None:
     """Show one memory kind of a user: a table of its documents, or its text."""
-    from graph.memory.kinds import UnknownKindError, kind_named
-    from graph.settings import current_settings
-
-    kinds = current_settings().memory_kinds
-    try:
-        chosen = kind_named(kinds, kind)
-    except UnknownKindError:
-        _fail(f"There is no memory kind {kind!r}; the kinds are {', '.join(known.name for known in kinds)}.")
-    _show(chosen, user, as_json, data_dir)
+    _show_named(kind, user, as_json, data_dir)
 
 
 @app.command()
@@ -247,12 +245,17 @@ def export(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (default: stdout).")] = None,
     data_dir: DataDirOption = None,
 ) -> None:
-    """Export all of a user's memories as JSON (store keys preserved)."""
-    from graph.memory.admin import export_memories
+    """Export all of a user's memories as JSON (store keys preserved), those of kinds not declared too."""
+    from graph.memory.admin import export_memories, undeclared_sections
+    from graph.memory.kinds import configured_kinds
 
     user_id = _user(user)
     with _store(data_dir) as store:
-        text = json.dumps(export_memories(store, user_id), ensure_ascii=False, indent=2)
+        exported = export_memories(store, user_id)
+    for name in undeclared_sections(exported, configured_kinds()):
+        typer.echo(f"Warning: {user_id} has memories of a kind not declared, {name!r}; "
+                   f"they are exported as stored ({_count(len(exported[name]), 'document', 'documents')}).", err=True)
+    text = json.dumps(exported, ensure_ascii=False, indent=2)
     if output is None:
         typer.echo(text)
         return
@@ -270,7 +273,8 @@ def import_(
     data_dir: DataDirOption = None,
 ) -> None:
     """Import memories exported by `maistro export` into a user (items with the same keys are replaced)."""
-    from graph.memory.admin import InvalidExportError, import_memories
+    from graph.memory.admin import InvalidExportError, import_memories, undeclared_sections
+    from graph.memory.kinds import configured_kinds
 
     user_id = _user(user)
     try:
@@ -283,6 +287,8 @@ def import_(
         _fail(f"Cannot import {file}: {error}.")
     summary = ", ".join(f"{count} {kind}" for kind, count in counts.items())
     typer.echo(f"Imported into {user_id}: {summary}.")
+    for name in undeclared_sections(counts, configured_kinds()):
+        typer.echo(f"Warning: {name!r} is not a declared memory kind; its documents were stored as they are.", err=True)
 
 
 @app.command()
@@ -325,7 +331,7 @@ def history(user: UserOption = None, as_json: JsonOption = False, data_dir: Data
 
     from graph.app.tables import history_table
     from graph.memory.changes import list_history
-    from graph.settings import current_settings
+    from graph.memory.kinds import configured_kinds
 
     user_id = _user(user)
     with _store(data_dir) as store:
@@ -333,7 +339,7 @@ def history(user: UserOption = None, as_json: JsonOption = False, data_dir: Data
     if as_json:  # shaped like the "history" section of `maistro export`: store key (the change id) → entry
         typer.echo(json.dumps({entry["id"]: entry for entry in entries}, ensure_ascii=False, indent=2))
     else:
-        Console().print(history_table(entries, user_id, current_settings().memory_kinds))
+        Console().print(history_table(entries, user_id, configured_kinds()))
 
 
 @app.command()
@@ -347,7 +353,7 @@ def undo(
     """Revert a change to a user's memories (the last one by default); an undo can be undone too."""
     from graph.app.tables import undo_summary
     from graph.memory.changes import IrreversibleChangeError, UnknownChangeError, list_history, undo_change
-    from graph.settings import current_settings
+    from graph.memory.kinds import configured_kinds
 
     user_id = _user(user)
     with _store(data_dir, index=True) as store:
@@ -360,7 +366,27 @@ def undo(
             _fail(f"Nothing to undo for {user_id}: {error}.")
         except IrreversibleChangeError as error:
             _fail(f"Cannot undo for {user_id}: {error}.")
-    typer.echo(f"Undid change {entry['undoes'][:8]} of {user_id}: {undo_summary(entry, current_settings().memory_kinds)}.")
+    typer.echo(f"Undid change {entry['undoes'][:8]} of {user_id}: {undo_summary(entry, configured_kinds())}.")
+
+
+@app.command()
+def reindex(data_dir: DataDirOption = None) -> None:
+    """Index the memories saved while the semantic index (MAISTRO_EMBEDDINGS) was unavailable, for every user.
+
+    Exits 1 when some still wait because the index is still unavailable.
+    """
+    from graph.memory.index_outage import reindex as index_again
+    from graph.memory.index_outage import waiting
+    from graph.settings import current_settings
+
+    if not current_settings().embeddings:
+        _fail("MAISTRO_EMBEDDINGS is not set: there is no semantic index to fill.")
+    with _store(data_dir, index=True) as store:
+        indexed = index_again(store)
+        left = waiting(store)
+    typer.echo(f"Indexed {_count(indexed, 'memory', 'memories')} saved while the semantic index was unavailable.")
+    if left:
+        _fail(f"{_count(left, 'memory still waits', 'memories still wait')}: the semantic index is still unavailable.")
 
 
 @app.command()
@@ -384,6 +410,11 @@ def demo(
             run_demo(console, Path(directory), temporary=True)
     except DemoError as error:
         _fail(str(error))
+
+
+from graph.eval.cli import eval_app  # noqa: E402 - registered here, after the commands above
+
+app.add_typer(eval_app, name="eval")
 
 
 def main() -> None:

@@ -13,10 +13,10 @@ from langgraph.graph.state import CompiledStateGraph
 from graph.backends.thread_locks import ThreadLocks
 from graph.configuration import Configuration
 from graph.memory.changes import list_history
-from graph.memory.kinds import MemoryKind, kind_for_update
+from graph.memory.kinds import MemoryKind, configured_kinds, kind_for_update
 from graph.memory.notes import change_notes
 from graph.nodes.update import MEMORY_UPDATE_EVENT
-from graph.settings import current_settings
+from graph.thread.text_calls import speakable_prefix
 from graph.thread.tool_calls import last_human_message, pending_update_calls, turn_answered
 
 CHAT_NODE = "task_maistro"
@@ -32,9 +32,11 @@ class Token:
 
 @dataclass(frozen=True)
 class Note:
-    """A one-line note that a memory changed, e.g. "ToDo added: Book swim lessons"."""
+    """A one-line note that a memory changed, e.g. "ToDo added: Book swim lessons"; `failed` when it says that an
+    update saved less than it was asked (e.g. "ToDo list not updated: the update failed")."""
 
     text: str
+    failed: bool = False
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,7 @@ class ChatSession:
         Raises `ThreadOwnerError` when `thread_id` is another user's thread.
         """
         self.graph = graph
-        self.kinds = tuple(kinds or current_settings().memory_kinds)
+        self.kinds = tuple(kinds or configured_kinds())
         self.user_id = user_id
         self.model = model
         self.locks = locks
@@ -166,6 +168,7 @@ class ChatSession:
         retry = (bool(state.next) or not finished) and latest_user is not None and latest_user.text == text
         user_message = latest_user if retry else HumanMessage(content=text, id=str(uuid.uuid4()))
         self._turn_message_id = user_message.id
+        received: dict[str, str] = {}
         streamed: dict[str, str] = {}
         for mode, payload in self.graph.stream(
             None if retry else {"messages": [user_message]},
@@ -175,11 +178,15 @@ class ChatSession:
             if mode == "messages":
                 message, metadata = payload
                 if metadata.get("langgraph_node") == CHAT_NODE and isinstance(message, AIMessage) and message.text:
-                    streamed[message.id] = streamed.get(message.id, "") + message.text
-                    yield Token(message.text, message.id)
+                    received[message.id] = received.get(message.id, "") + message.text
+                    # A call the model writes as text is held back: the stored reply comes without it.
+                    speakable = speakable_prefix(received[message.id])
+                    if len(speakable) > len(shown := streamed.get(message.id, "")):
+                        streamed[message.id] = speakable
+                        yield Token(speakable[len(shown) :], message.id)
             elif mode == "custom":
-                outcome = payload.get(MEMORY_UPDATE_EVENT) if isinstance(payload, dict) else None
-                yield from (Note(note) for note in (outcome or {}).get("notes", []))
+                outcome = (payload.get(MEMORY_UPDATE_EVENT) if isinstance(payload, dict) else None) or {}
+                yield from (Note(note, failed=bool(outcome.get("failed"))) for note in outcome.get("notes", []))
             elif update := payload.get(CHAT_NODE):
                 messages = update.get("messages", []) if isinstance(update, dict) else []
                 yield from _chat_events(_new_in_turn(messages), streamed, self.kinds)
@@ -212,7 +219,8 @@ def _chat_events(
     new_messages: Sequence[AnyMessage], streamed: Mapping[str, str], kinds: Sequence[MemoryKind]
 ) -> Iterator[Token | Notice | Progress]:
     """Events for the chat node's new messages: replies not streamed, what a stored reply adds to its streamed
-    text (the notice that the user's message was cut), and progress when memory updates follow."""
+    text (the notice that the user's message was cut, or the end held back while it might have been a call
+    written as text), and progress when memory updates follow."""
     for message in new_messages:
         if not isinstance(message, AIMessage):
             continue
@@ -221,5 +229,7 @@ def _chat_events(
             yield Token(message.text, message.id)
         elif shown and message.text != shown and message.text.endswith(shown):
             yield Notice(message.text.removesuffix(shown).strip())
+        elif shown and message.text.startswith(shown) and message.text[len(shown) :].strip():
+            yield Token(message.text[len(shown) :], message.id)  # what was held back and is not a call
     if calls := pending_update_calls(new_messages):
         yield Progress(updating_text(calls, kinds))

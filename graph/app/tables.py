@@ -50,8 +50,18 @@ def todo_table(items: Sequence[Item], user_id: str) -> RenderableType:
     return table
 
 
-def _shown(value: Any) -> str:
-    return ", ".join(map(str, value)) if isinstance(value, list) else "" if value is None else str(value)
+def readable(value: Any) -> str:
+    """A stored value as a person reads it: a list of words joined with commas, an object as "field: value"
+    pairs, a list of objects one "•" line each (nested as deep as stored); nothing for an empty value."""
+    if value is None:
+        return ""
+    if isinstance(value, dict):
+        return "; ".join(f"{_heading(name)}: {readable(item)}" for name, item in value.items() if item not in (None, "", [], {}))
+    if isinstance(value, list):
+        if any(isinstance(item, dict | list) for item in value):
+            return "\n".join(f"• {readable(item)}" for item in value)
+        return ", ".join(map(readable, value))
+    return str(value)
 
 
 def _heading(field: str) -> str:
@@ -59,7 +69,7 @@ def _heading(field: str) -> str:
 
 
 def document_table(kind: MemoryKind, document: Mapping[str, Any] | None, user_id: str) -> RenderableType:
-    """A single document's filled-in fields (the profile's), one row each; lists joined with commas."""
+    """A single document's filled-in fields (the profile's), one row each, their values `readable`."""
     filled = {name: value for name, value in (document or {}).items() if value not in (None, "", [])}
     if not filled:
         return Text(f"No {kind.title} yet for {user_id}.")
@@ -67,7 +77,7 @@ def document_table(kind: MemoryKind, document: Mapping[str, Any] | None, user_id
     table.add_column(style="bold")
     table.add_column()
     for name, value in filled.items():
-        table.add_row(_heading(name), Text(_shown(value)))
+        table.add_row(_heading(name), Text(readable(value)))
     return table
 
 
@@ -80,7 +90,7 @@ def collection_table(kind: MemoryKind, items: Sequence[Item], user_id: str) -> R
     for name in fields:
         table.add_column(_heading(name))
     for item in items:
-        table.add_row(*(Text(_shown(item.value.get(name))) for name in fields))
+        table.add_row(*(Text(readable(item.value.get(name))) for name in fields))
     return table
 
 
@@ -107,7 +117,7 @@ def _summary(document: Mapping[str, Any] | None, kind: MemoryKind | None) -> str
     if not document:
         return "—"
     shown = document.get(kind.summary_field) if kind else None
-    return str(shown or document.get("memory") or document)[:60]
+    return readable(shown or document.get("memory") or document)[:60]
 
 
 def _kind_of(entry: Mapping[str, Any], kinds: Sequence[MemoryKind]) -> MemoryKind | None:

@@ -33,6 +33,9 @@ COMMANDS = {
 }
 MEMORY_COMMANDS = {"/todos": TODO, "/profile": PROFILE, "/instructions": INSTRUCTIONS}
 RETRY_HINT = "Your message is saved in the thread: send it again to retry."
+# The marks before a memory note: a change saved, and an update that saved less than it was asked.
+NOTE_MARK = "✎"
+FAILED_MARK = "✗"
 STATUS_HINTS = {
     401: "Check OPENAI_API_KEY. " + RETRY_HINT,
     403: "Check OPENAI_API_KEY. " + RETRY_HINT,
@@ -54,8 +57,8 @@ class ChatOutcome:
 
 
 def print_turn(console: Console, events: Iterable[Token | Note | Notice | Progress]) -> None:
-    """Print a turn as it streams: reply tokens as they come, each memory note and notice on its own line, and
-    a spinner while memories are being updated (on a terminal only)."""
+    """Print a turn as it streams: reply tokens as they come, each memory note (✎, or ✗ for a failed update) and
+    notice on its own line, and a spinner while memories are being updated (on a terminal only)."""
     open_reply: str | None = None
     status: Status | None = None
 
@@ -83,8 +86,10 @@ def print_turn(console: Console, events: Iterable[Token | Note | Notice | Progre
                     status.start()
             elif isinstance(event, Notice):
                 console.print(Text(event.text, style="yellow"), soft_wrap=True)
+            elif event.failed:
+                console.print(Text(f"{FAILED_MARK} {event.text}", style="yellow"), soft_wrap=True)
             else:
-                console.print(Text(f"✎ {event.text}", style="dim"), soft_wrap=True)
+                console.print(Text(f"{NOTE_MARK} {event.text}", style="dim"), soft_wrap=True)
     finally:
         if status is not None:
             status.stop()
@@ -103,6 +108,13 @@ def endpoint_problem(error: openai.APIError) -> str:
     if isinstance(error, openai.APITimeoutError):
         return f"The model endpoint at {url} did not answer in time (MAISTRO_MODEL_TIMEOUT). {RETRY_HINT}"
     return f"Could not reach the model endpoint at {url}; check that it is running and OPENAI_BASE_URL. {RETRY_HINT}"
+
+
+def model_problem(error: ModelUnavailableError | openai.APIError) -> str:
+    """What the user reads when a turn failed at the model endpoint: the endpoint's error explained
+    (`endpoint_problem`), or the sentence of an answer that could not be used (not JSON, cut short)."""
+    cause = error.__cause__ if isinstance(error, ModelUnavailableError) else error
+    return endpoint_problem(cause) if isinstance(cause, openai.APIError) else str(error)
 
 
 def stopped_text(stopped: StoppedTurn) -> str:
@@ -172,19 +184,22 @@ def line_reader(stream: TextIO = sys.stdin) -> Callable[[], str]:
     return read
 
 
-def _run_command(command: str, session: ChatSession, console: Console) -> bool:
-    """Carry out a slash command; False when the user asked to quit."""
+def _run_command(line: str, session: ChatSession, console: Console) -> bool:
+    """Carry out a slash command line (the command in any case, then its argument); False when the user asked to quit."""
+    name, _, argument = line.partition(" ")
+    command = name.lower()
     if command == "/quit":
         return False
-    name, _, argument = command.partition(" ")
     if command in MEMORY_COMMANDS:
         console.print(memory_view(session.graph.store, MEMORY_COMMANDS[command], session.user_id))
-    elif name == "/show":
+    elif command == "/show":
+        wanted = argument.strip()
         try:
-            kind = kind_named(session.kinds, argument.strip())
+            kind = kind_named(session.kinds, wanted)
         except UnknownKindError:
             names = ", ".join(kind.name for kind in session.kinds)
-            console.print(f"There is no memory kind {argument.strip()!r}; the kinds are {names}.", markup=False)
+            problem = f"There is no memory kind {wanted!r}" if wanted else "Name a memory kind after /show"
+            console.print(f"{problem}; the kinds are {names}.", markup=False)
         else:
             console.print(memory_view(session.graph.store, kind, session.user_id))
     elif command == "/new":
@@ -214,15 +229,14 @@ def run_chat(session: ChatSession, console: Console, read_line: Callable[[], str
             if not text:
                 continue
             if text.startswith("/"):
-                if not _run_command(text.split()[0].lower(), session, console):
+                if not _run_command(text, session, console):
                     return outcome
                 continue
             in_turn = True
             try:
                 print_turn(console, in_background(session.send(text)))
             except (ModelUnavailableError, openai.APIConnectionError, openai.APIStatusError) as error:
-                cause = error.__cause__ if isinstance(error, ModelUnavailableError) else error
-                console.print(Text(endpoint_problem(cause), style="red"), soft_wrap=True)
+                console.print(Text(model_problem(error), style="red"), soft_wrap=True)
                 outcome.unanswered.append(text)
             else:
                 outcome.unanswered = [message for message in outcome.unanswered if message != text]

@@ -14,22 +14,31 @@ transaction's snapshot at REPEATABLE READ, see `graph.backends.atomic_postgres`)
 batch writes nothing and raises `ConflictError`. Batches without conditions are LangGraph's, unchanged, and
 so is the rest of the public store API.
 
-The stores also keep the ToDo change log (`graph.backends.todo_changes`), each in its own SQL dialect.
+The stores also keep the memory change log (`graph.backends.todo_changes`), each in its own SQL dialect.
 """
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from langgraph.store.base import Op, PutOp, Result
 from langgraph.store.sqlite import SqliteStore
 
-from graph.backends.todo_changes import FORGET_LOG, FORGETS, MIGRATIONS, PREFIX, TABLE, TodoChangeLog
-from graph.backends.todo_sql import KIND, STATEMENT, VERSION, statement_parameters
+from graph.backends.todo_changes import (
+    FORGET_LOG,
+    FORGETS,
+    MIGRATIONS,
+    PREFIX,
+    TABLE,
+    UNLOGGED_PREFIX,
+    TodoChangeLog,
+    user_suffix,
+)
+from graph.backends.todo_sql import KIND, MEMORY, VERSION, Dialect, memory_statement, statement_parameters
 from graph.memory.conditions import ConflictError, Unchanged
-from graph.memory.kinds import TODO
+from graph.memory.kinds import MemoryKind
 
 # Items per statement: 5 variables each stay under 999, the smallest cap SQLite builds use (PostgreSQL: 65,535).
 PUT_CHUNK = 150
@@ -85,7 +94,7 @@ class ChunkedPuts:
 
 class AtomicSqliteStore(TodoChangeLog, ConditionalBatches, ChunkedPuts, SqliteStore):
     """A `SqliteStore` whose batches commit when they succeed and roll back when anything in them fails, with the
-    ToDo change log in SQLite's dialect (`graph.backends.todo_changes`)."""
+    memory change log in SQLite's dialect (`graph.backends.todo_changes`)."""
 
     # The log stamps a row with a number that grows with every write: INSERT OR REPLACE gives the (prefix, key)
     # a new, higher `seq` (AUTOINCREMENT never reuses one).
@@ -105,18 +114,30 @@ END"""
                 for event, row in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD"))
             ),
         ),
+        # Every collection kind is read by its changes: log every namespace but the history.
+        tuple(
+            statement
+            for event, row in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD"))
+            for statement in (
+                f"DROP TRIGGER IF EXISTS {TABLE}_{event}",
+                f"""CREATE TRIGGER {TABLE}_{event} AFTER {event} ON store
+WHEN substr({row}.prefix, 1, {len(UNLOGGED_PREFIX)}) <> '{UNLOGGED_PREFIX}'
+BEGIN
+    INSERT OR REPLACE INTO {TABLE} (prefix, key) VALUES ({row}.prefix, {row}.key);
+END""",
+            )
+        ),
     )
     CHANGE_LOG_BACKFILL = f"""INSERT OR IGNORE INTO {TABLE} (prefix, key)
-SELECT prefix, key FROM store WHERE substr(prefix, 1, {len(PREFIX)}) = '{PREFIX}'"""
+SELECT prefix, key FROM store WHERE substr(prefix, 1, {len(UNLOGGED_PREFIX)}) <> '{UNLOGGED_PREFIX}'"""
     CHANGE_LOG_PRESENT = f"""(SELECT count(*) = 5 FROM sqlite_master
 WHERE (type = 'table' AND name IN ('{TABLE}', '{FORGETS}'))
 OR (type = 'trigger' AND name IN ('{TABLE}_INSERT', '{TABLE}_UPDATE', '{TABLE}_DELETE')))"""
     # A restore through SQLite's backup API or from an SQL dump changes the schema version.
     CHANGE_LOG_IDENTITY = "(SELECT schema_version FROM pragma_schema_version)"
-    MEMORY_STATEMENT = STATEMENT.format(
-        log=TABLE, version="c.seq", value="s.value", plain_value="value", live_s="", live="", since="c.seq > :seen",
+    MEMORY_DIALECT = Dialect(
+        parameter=":{}", log=TABLE, version="c.seq", value="s.value", plain_value="value", live="", since="c.seq > {seen}",
         forgets="coalesce(max(id), 0)", forgets_table=FORGETS, identity=CHANGE_LOG_IDENTITY,
-        todo=":todo", profile=":profile", instructions=":instructions", instructions_key=":instructions_key",
     )
 
     @contextmanager
@@ -161,8 +182,8 @@ OR (type = 'trigger' AND name IN ('{TABLE}_INSERT', '{TABLE}_UPDATE', '{TABLE}_D
         return stored
 
     def install_change_log(self) -> None:
-        """Give the set-up store's database the change log and its triggers, log the ToDos it lacks, and read the
-        store through the log from now on."""
+        """Give the set-up store's database the change log and its triggers, log the memory rows it lacks, and read
+        the store through the log from now on."""
         with self._cursor(begin="BEGIN IMMEDIATE") as cur:
             cur.execute(f"CREATE TABLE IF NOT EXISTS {MIGRATIONS} (v INTEGER PRIMARY KEY)")
             cur.execute(f"SELECT {self.CHANGE_LOG_PRESENT}, (SELECT coalesce(max(v), -1) FROM {MIGRATIONS})")
@@ -180,17 +201,27 @@ OR (type = 'trigger' AND name IN ('{TABLE}_INSERT', '{TABLE}_UPDATE', '{TABLE}_D
             return bool(cur.fetchone()[0])
 
     def forget_user_items(self, user_id: str, deletions: Sequence[PutOp]) -> None:
-        """Delete a user's items (`deletions`) and their ToDos' log rows in one transaction (SQLite lets one writer
-        at a time), and tell every reader to read afresh."""
+        """Delete a user's items (`deletions`) and their log rows in one transaction (SQLite lets one writer at a
+        time), and tell every reader to read afresh."""
         with self._cursor() as cur:
             cur.execute(f"INSERT INTO {FORGETS} DEFAULT VALUES")  # a write first: the transaction is the writer
             if deletions:
                 self._batch_put_ops(list(enumerate(deletions)), cur)
-            cur.execute(FORGET_LOG.format(todo="?"), (statement_parameters(user_id)["todo"],))
+            user_rows = "substr(prefix, -length(:suffix)) = :suffix"
+            cur.execute(FORGET_LOG.format(user_rows=user_rows), {"suffix": user_suffix(user_id)})
 
-    def _changed_rows(self, user_id: str, position: Any) -> tuple[list[tuple], Any]:
-        seen = -1 if position is None else position
+    def _changed_rows(
+        self, user_id: str, collections: Sequence[MemoryKind], documents: Sequence[MemoryKind], positions: Mapping[str, Any]
+    ) -> tuple[list[tuple], dict[str, Any]]:
+        seen = {kind.name: positions.get(kind.name, -1) for kind in collections}
+        names = (tuple(kind.name for kind in collections), tuple(kind.name for kind in documents))
+        parameters = statement_parameters(user_id, collections, documents)
+        parameters.update({f"seen{n}": seen[kind.name] for n, kind in enumerate(collections)})
         with self._cursor(transaction=False) as cur:
-            cur.execute(self.MEMORY_STATEMENT, {**statement_parameters(user_id), "seen": seen})
+            cur.execute(memory_statement(self.MEMORY_DIALECT, *names), parameters)
             rows = cur.fetchall()
-        return rows, max((row[VERSION] for row in rows if row[KIND] == TODO.name), default=seen)
+        newest = {
+            name: max((row[VERSION] for row in rows if row[KIND] == "changed" and row[MEMORY] == name), default=last)
+            for name, last in seen.items()
+        }
+        return rows, newest

@@ -1,8 +1,9 @@
 """The PostgreSQL store whose batches are transactions (see `graph.backends.atomic`); needs the postgres extra."""
 
+import functools
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -14,9 +15,19 @@ from psycopg.errors import DeadlockDetected, SerializationFailure
 from psycopg.rows import dict_row, tuple_row
 
 from graph.backends.atomic import ChunkedPuts, ConditionalBatches, prefix_of
-from graph.backends.todo_changes import FORGET_LOG, FORGETS, MIGRATIONS, PREFIX, TABLE, TodoChangeLog
-from graph.backends.todo_sql import CREATED_AT, KIND, STATEMENT, VERSION, statement_parameters
+from graph.backends.todo_changes import (
+    FORGET_LOG,
+    FORGETS,
+    MIGRATIONS,
+    PREFIX,
+    TABLE,
+    UNLOGGED_PREFIX,
+    TodoChangeLog,
+    user_suffix,
+)
+from graph.backends.todo_sql import CREATED_AT, KIND, VERSION, Dialect, memory_statement, statement_parameters
 from graph.memory.conditions import ConflictError, Unchanged
+from graph.memory.kinds import MemoryKind
 
 # Serialises table setup across processes starting at once on a fresh database.
 SETUP_LOCK = 0x6D61697374726F
@@ -40,7 +51,7 @@ def setup_lock(conn: Any) -> Iterator[None]:
 
 class AtomicPostgresStore(TodoChangeLog, ConditionalBatches, ChunkedPuts, PostgresStore):
     """A `PostgresStore` whose batches commit when they succeed and roll back when anything in them fails, with the
-    ToDo change log in PostgreSQL's dialect (`graph.backends.todo_changes`).
+    memory change log in PostgreSQL's dialect (`graph.backends.todo_changes`).
 
     A batch with conditions runs at REPEATABLE READ: the conditions are read in its snapshot, and PostgreSQL
     refuses (serialization failure) to write any item of the batch that another transaction changed,
@@ -74,9 +85,18 @@ WHEN (left(NEW.prefix, {len(PREFIX)}) = '{PREFIX}') EXECUTE FUNCTION {TABLE}_log
             f"""CREATE TRIGGER {TABLE}_deleted AFTER DELETE ON store FOR EACH ROW
 WHEN (left(OLD.prefix, {len(PREFIX)}) = '{PREFIX}') EXECUTE FUNCTION {TABLE}_log()""",
         ),
+        # Every collection kind is read by its changes: log every namespace but the history.
+        (
+            f"DROP TRIGGER IF EXISTS {TABLE}_written ON store",
+            f"""CREATE TRIGGER {TABLE}_written AFTER INSERT OR UPDATE ON store FOR EACH ROW
+WHEN (left(NEW.prefix, {len(UNLOGGED_PREFIX)}) <> '{UNLOGGED_PREFIX}') EXECUTE FUNCTION {TABLE}_log()""",
+            f"DROP TRIGGER IF EXISTS {TABLE}_deleted ON store",
+            f"""CREATE TRIGGER {TABLE}_deleted AFTER DELETE ON store FOR EACH ROW
+WHEN (left(OLD.prefix, {len(UNLOGGED_PREFIX)}) <> '{UNLOGGED_PREFIX}') EXECUTE FUNCTION {TABLE}_log()""",
+        ),
     )
     CHANGE_LOG_BACKFILL = f"""INSERT INTO {TABLE} (prefix, key, xid)
-SELECT prefix, key, pg_current_xact_id() FROM store WHERE left(prefix, {len(PREFIX)}) = '{PREFIX}'
+SELECT prefix, key, pg_current_xact_id() FROM store WHERE left(prefix, {len(UNLOGGED_PREFIX)}) <> '{UNLOGGED_PREFIX}'
 ON CONFLICT (prefix, key) DO NOTHING"""
     CHANGE_LOG_PRESENT = f"""(to_regclass('{TABLE}') IS NOT NULL AND to_regclass('{FORGETS}') IS NOT NULL
 AND (SELECT count(*) FROM pg_trigger WHERE tgrelid = to_regclass('store')
@@ -85,15 +105,9 @@ AND (SELECT count(*) FROM pg_trigger WHERE tgrelid = to_regclass('store')
     CHANGE_LOG_IDENTITY = f"""concat_ws('/', (SELECT oid FROM pg_database WHERE datname = current_database()),
     pg_relation_filenode('store'), pg_relation_filenode('{TABLE}'), pg_relation_filenode('{FORGETS}'),
     (SELECT system_identifier FROM pg_control_system()))"""
-    _EXPIRED = """
-UNION ALL
-SELECT 'expired', key, NULL, NULL, NULL, NULL FROM store
-WHERE prefix = %(todo)s AND expires_at > %(expired_after)s::timestamptz AND expires_at <= NOW()
-"""
-    _MARK = """
-UNION ALL
-SELECT 'mark', NULL, pg_snapshot_xmin(pg_current_snapshot())::text, NULL, NOW(), NULL
-"""
+    _EXPIRED = """SELECT 'expired', '{name}', key, NULL, NULL, NULL, NULL FROM store
+WHERE prefix = {prefix} AND expires_at > %(expired_after{n})s::timestamptz AND expires_at <= NOW()"""
+    _MARK = "SELECT 'mark', NULL, NULL, pg_snapshot_xmin(pg_current_snapshot())::text, NULL, NOW(), NULL"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -116,20 +130,21 @@ SELECT 'mark', NULL, pg_snapshot_xmin(pg_current_snapshot())::text, NULL, NOW(),
         cur.execute(_STORED, ([prefix_of(c.namespace) for c in conditions], [c.key for c in conditions]))
         return {(row["prefix"], row["key"]): json.loads(row["value"]) for row in cur.fetchall()}
 
-    def memory_statement(self, hide_expired: bool) -> str:
-        """The one-statement read (`graph.backends.todo_sql`): values as JSON text; expired rows hidden (and
-        reported) when the store hides them."""
-        live = "AND ({column}expires_at IS NULL OR {column}expires_at > NOW())" if hide_expired else ""
-        return STATEMENT.format(
-            log=TABLE, version="c.xid::text", value="s.value::text", plain_value="value::text",
-            live_s=live.format(column="s."), live=live.format(column=""), since="c.xid >= %(seen)s::xid8",
-            forgets="coalesce(max(id), 0)::text", forgets_table=FORGETS, identity=self.CHANGE_LOG_IDENTITY,
-            todo="%(todo)s", profile="%(profile)s", instructions="%(instructions)s", instructions_key="%(instructions_key)s",
-        ) + (self._EXPIRED if hide_expired else "") + self._MARK
+    @classmethod
+    @functools.cache
+    def memory_dialect(cls, hide_expired: bool) -> Dialect:
+        """How the one-statement read (`graph.backends.todo_sql`) is written here: values as JSON text; expired rows
+        hidden (and reported) when the store hides them."""
+        return Dialect(
+            parameter="%({})s", log=TABLE, version="c.xid::text", value="s.value::text", plain_value="value::text",
+            live="AND ({column}expires_at IS NULL OR {column}expires_at > NOW())" if hide_expired else "",
+            since="c.xid >= {seen}::xid8", forgets="coalesce(max(id), 0)::text", forgets_table=FORGETS,
+            identity=cls.CHANGE_LOG_IDENTITY, per_collection=cls._EXPIRED if hide_expired else "", tail=cls._MARK,
+        )
 
     def install_change_log(self) -> None:
-        """Give the set-up store's database the change log and its triggers, log the ToDos it lacks, and read the
-        store through the log from now on. The caller holds the setup lock (`setup_lock`)."""
+        """Give the set-up store's database the change log and its triggers, log the memory rows it lacks, and read
+        the store through the log from now on. The caller holds the setup lock (`setup_lock`)."""
         with self._cursor(pipeline=True) as cur:  # one transaction (the store has no pipeline mode)
             cur.execute("SHOW server_version_num")
             server = int(cur.fetchone()["server_version_num"])
@@ -157,21 +172,28 @@ SELECT 'mark', NULL, pg_snapshot_xmin(pg_current_snapshot())::text, NULL, NOW(),
             return bool(cur.fetchone()["present"])
 
     def forget_user_items(self, user_id: str, deletions: Sequence[PutOp]) -> None:
-        """Delete a user's items (`deletions`) and their ToDos' log rows in one transaction, which locks the store
-        table against writes first (for the few milliseconds it lasts), and tell every reader to read afresh."""
+        """Delete a user's items (`deletions`) and their log rows in one transaction, which locks the store table
+        against writes first (for the few milliseconds it lasts), and tell every reader to read afresh."""
         with self._cursor(pipeline=True) as cur:
             cur.execute("LOCK TABLE store IN SHARE ROW EXCLUSIVE MODE")
             cur.execute(f"INSERT INTO {FORGETS} DEFAULT VALUES")
             if deletions:
                 self._batch_put_ops(list(enumerate(deletions)), cur)
-            cur.execute(FORGET_LOG.format(todo="%s"), (statement_parameters(user_id)["todo"],))
+            user_rows = "right(prefix, length(%(suffix)s)) = %(suffix)s"
+            cur.execute(FORGET_LOG.format(user_rows=user_rows), {"suffix": user_suffix(user_id)})
 
-    def _changed_rows(self, user_id: str, position: Any) -> tuple[list[tuple], Any]:
-        seen, expired_after = position if position is not None else ("0", "infinity")
-        statement = self.memory_statement(bool((self.ttl_config or {}).get("omit_expired")))
+    def _changed_rows(
+        self, user_id: str, collections: Sequence[MemoryKind], documents: Sequence[MemoryKind], positions: Mapping[str, Any]
+    ) -> tuple[list[tuple], dict[str, Any]]:
+        dialect = self.memory_dialect(bool((self.ttl_config or {}).get("omit_expired")))
+        names = (tuple(kind.name for kind in collections), tuple(kind.name for kind in documents))
+        parameters: dict[str, Any] = statement_parameters(user_id, collections, documents)
+        for n, kind in enumerate(collections):
+            seen, expired_after = positions.get(kind.name) or ("0", "infinity")
+            parameters.update({f"seen{n}": seen, f"expired_after{n}": expired_after})
         with self._cursor() as cur:
             cur.row_factory = tuple_row
-            cur.execute(statement, {**statement_parameters(user_id), "seen": seen, "expired_after": expired_after})
+            cur.execute(memory_statement(dialect, *names), parameters)
             rows = cur.fetchall()
         mark = next(row for row in rows if row[KIND] == "mark")
-        return rows, (mark[VERSION], mark[CREATED_AT])
+        return rows, {kind.name: (mark[VERSION], mark[CREATED_AT]) for kind in collections}

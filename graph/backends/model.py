@@ -1,12 +1,15 @@
 """The chat model factory: OpenAI by default, any OpenAI-compatible endpoint through OPENAI_BASE_URL."""
 
 import functools
+import json
 import threading
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import openai
+import pydantic
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_openai import ChatOpenAI
@@ -25,14 +28,48 @@ MODEL_UNAVAILABLE_MESSAGE = (
     "The model endpoint did not answer ({reason}), also after retrying. Your message is kept in the thread: "
     "send it again to retry."
 )
+UNUSABLE_ANSWER_MESSAGE = (
+    "The model endpoint's answer could not be used ({reason}). Your message is kept in the thread: "
+    "send it again to retry."
+)
 
 
 class ModelUnavailableError(RuntimeError):
-    """The model endpoint kept failing (server error, rate limit, timeout or no connection) after retries."""
+    """The model endpoint kept failing (server error, rate limit, timeout or no connection, a stream cut short)
+    after retries, or answered with something that is not a chat completion (a body that is not JSON)."""
+
+
+# The packages that read an endpoint's answer into a message: a shape error raised in them means the answer
+# was not a chat completion (e.g. `choices` missing or empty, a call whose arguments are not an object).
+ANSWER_READERS = ("openai", "langchain_openai", "langchain_core")
+SHAPE_ERRORS = (TypeError, IndexError, KeyError, pydantic.ValidationError)
+
+
+def _raised_reading_answer(error: BaseException) -> bool:
+    """Whether `error` was raised by the code that reads the endpoint's answer (pydantic's own frames skipped)."""
+    frames = [frame for frame, _ in traceback.walk_tb(error.__traceback__)]
+    modules = [frame.f_globals.get("__name__", "") for frame in frames]
+    innermost = next((name for name in reversed(modules) if not name.startswith("pydantic")), "")
+    return innermost.split(".")[0] in ANSWER_READERS
+
+
+def unusable_reason(error: BaseException) -> str | None:
+    """Why an error raised while reading the endpoint's answer means the answer is unusable, or None.
+
+    The openai client raises `json.JSONDecodeError` for a body (or a stream event) that is not JSON;
+    langchain-openai and langchain-core raise shape errors for JSON that is not a chat completion.
+    """
+    if isinstance(error, json.JSONDecodeError):
+        return "the response body is not valid JSON"
+    if isinstance(error, SHAPE_ERRORS) and _raised_reading_answer(error):
+        return "the response is not a chat completion the client can read"
+    return None
 
 
 def unavailable_reason(error: BaseException) -> str | None:
-    """Why an endpoint error means the model is unavailable (down, overloaded, too slow), or None."""
+    """Why an endpoint error means the model is unavailable (down, overloaded, too slow, unusable), or None."""
+    if (reason := unusable_reason(error)) is not None:
+        return reason
     if isinstance(error, openai.APITimeoutError):
         return "timed out"
     if isinstance(error, openai.APIConnectionError):
@@ -44,12 +81,14 @@ def unavailable_reason(error: BaseException) -> str | None:
 
 @contextmanager
 def model_errors() -> Iterator[None]:
-    """Turn an endpoint that is down, overloaded or too slow into one `ModelUnavailableError` sentence."""
+    """Turn an endpoint that is down, overloaded or too slow, or whose answer is unusable, into one
+    `ModelUnavailableError` sentence."""
     try:
         yield
-    except openai.APIError as error:
-        reason = unavailable_reason(error)
-        if reason is None:
+    except (openai.APIError, json.JSONDecodeError, *SHAPE_ERRORS) as error:
+        if (reason := unusable_reason(error)) is not None:
+            raise ModelUnavailableError(UNUSABLE_ANSWER_MESSAGE.format(reason=reason)) from error
+        if (reason := unavailable_reason(error)) is None:
             raise
         raise ModelUnavailableError(MODEL_UNAVAILABLE_MESSAGE.format(reason=reason)) from error
 

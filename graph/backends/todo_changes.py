@@ -1,7 +1,8 @@
-"""The ToDo change log: the database records which ToDo rows changed, so a turn reads only those.
+"""The memory change log: the database records which memory rows changed, so a turn reads only those.
 
-Triggers on LangGraph's `store` table keep one row per ToDo (namespace, key) in `maistro_todo_changes`, stamped
-with when it last changed: on SQLite a number that grows with every write (writers take turns, so the numbers
+Triggers on LangGraph's `store` table keep one row per memory document (namespace, key) in `maistro_todo_changes`
+(named when it logged the ToDos alone; it logs every namespace but the history now, so every collection kind,
+declared or not, is read by its changes), stamped with when it last changed: on SQLite a number that grows with every write (writers take turns, so the numbers
 commit in order), on PostgreSQL the writing transaction's id (transactions commit in any order: a reader goes
 back to the oldest transaction still running when it last read, see `graph.backends.todo_sql`). A deleted
 row keeps its log row, so readers learn of the deletion. The triggers catch every writer of the database: the
@@ -19,12 +20,12 @@ as the changes: on SQLite the schema version (a restore through
 SQLite's backup API or from an SQL dump changes it), on PostgreSQL the database, the store's and the log's
 files (TRUNCATE and a restore give a table new files) and the server's system identifier. When it changed,
 or the log is missing (a backup from before the log existed), the reader installs the log again
-(`reinstall_change_log`) and reads the list whole.
+(`reinstall_change_log`) and reads every list whole.
 
 `TodoChangeLog` is what the project's store classes share: the read through the log and its recovery. Each
 class holds its dialect's SQL (`graph.backends.atomic.AtomicSqliteStore`,
 `graph.backends.atomic_postgres.AtomicPostgresStore`): its `install_change_log` runs when our storage opens
-and when a reader found a reset, and logs every stored ToDo the log lacks, in one transaction. The tables and
+and when a reader found a reset, and logs every stored memory row the log lacks, in one transaction. The tables and
 triggers come from the class's `CHANGE_LOG_MIGRATIONS`, run in order like LangGraph's store migrations: each
 database records in `MIGRATIONS` the ones it has, and gets only those it lacks. A database whose log is not
 all there (a restore took part of it) runs them all again, so each migration may run again safely where it
@@ -32,37 +33,48 @@ already ran (`IF NOT EXISTS`, `OR REPLACE`, `DROP ... IF EXISTS` first). Until t
 the store through its own API (`graph.memory.change_log.change_log`).
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langgraph.store.base import PutOp
 
 from graph.backends.todo_sql import log_state, memory_rows
 from graph.memory.change_log import MemoryRows
-from graph.memory.kinds import TODO
+from graph.memory.kinds import TODO, MemoryKind
+from graph.memory.store import HISTORY, user_label
 
+# What the first migration logged (the ToDos); the later ones log every prefix but the history's.
 PREFIX = f"{TODO.name}."
+UNLOGGED_PREFIX = f"{HISTORY}."
 TABLE = "maistro_todo_changes"
 FORGETS = "maistro_todo_forgets"
 # Which of a store class's `CHANGE_LOG_MIGRATIONS` the database has run, by their index.
 MIGRATIONS = "maistro_todo_changes_migrations"
-# Log rows of a forgotten user's namespace whose ToDo is gone (a ToDo written while the forget ran keeps its row).
-FORGET_LOG = f"""DELETE FROM {TABLE} WHERE prefix = {{todo}}
+# Log rows of a forgotten user's namespaces (`{user_rows}`: the prefix ends with ".<user label>") whose document is
+# gone (one written while the forget ran keeps its row).
+FORGET_LOG = f"""DELETE FROM {TABLE} WHERE {{user_rows}}
 AND NOT EXISTS (SELECT 1 FROM store WHERE store.prefix = {TABLE}.prefix AND store.key = {TABLE}.key)"""
 
 
+def user_suffix(user_id: str) -> str:
+    """How the prefix of each of the user's namespaces `(kind, user label)` ends: a dot and the label (labels
+    hold no dot, so no other user's prefix ends so)."""
+    return f".{user_label(user_id)}"
+
+
 class TodoChangeLog:
-    """Mixin for this project's SQL stores: the ToDo change log, and a turn's memories read through it.
+    """Mixin for this project's SQL stores: the memory change log, and a turn's memories read through it.
 
     A store class supplies its dialect: `install_change_log`, `change_log_present`, `forget_user_items` and
-    `_changed_rows` (the statement of `graph.backends.todo_sql`, run from a position, and the next position).
+    `_changed_rows` (the statement of `graph.backends.todo_sql`, each list read from its position, and the
+    next positions).
     """
 
     change_log_installed = False
 
     def install_change_log(self) -> None:
-        """Give the store's database the change log and its triggers, log the ToDos it lacks, and read the store
-        through the log from now on."""
+        """Give the store's database the change log and its triggers, log the memory rows it lacks, and read the
+        store through the log from now on."""
         raise NotImplementedError
 
     def reinstall_change_log(self) -> None:
@@ -74,11 +86,13 @@ class TodoChangeLog:
         raise NotImplementedError
 
     def forget_user_items(self, user_id: str, deletions: Sequence[PutOp]) -> None:
-        """Delete a user's items (`deletions`) and their ToDos' log rows in one transaction, and tell every reader
-        to read afresh; no other writer writes in between."""
+        """Delete a user's items (`deletions`) and their log rows in one transaction, and tell every reader to read
+        afresh; no other writer writes in between."""
         raise NotImplementedError
 
-    def _changed_rows(self, user_id: str, position: Any) -> tuple[list[tuple], Any]:
+    def _changed_rows(
+        self, user_id: str, collections: Sequence[MemoryKind], documents: Sequence[MemoryKind], positions: Mapping[str, Any]
+    ) -> tuple[list[tuple], dict[str, Any]]:
         raise NotImplementedError
 
     CHANGE_LOG_MIGRATIONS: Sequence[Sequence[str]] = ()
@@ -97,21 +111,26 @@ class TodoChangeLog:
         except Exception:
             raise error from None
 
-    def read_memory_rows(self, user_id: str, mark: Any) -> MemoryRows:
-        """The ToDo rows changed since `mark` (None: all of them), the profile and the instructions, in one
-        statement. When a user was forgotten since `mark`, it reads again, all of them (`whole`); when the store
-        table was reset or the log is missing, it installs the log again first."""
-        log_then, position = mark if mark is not None else (None, None)
+    def read_memory_rows(self, user_id: str, kinds: Sequence[MemoryKind], marks: Mapping[str, Any]) -> MemoryRows:
+        """The user's documents of `kinds` in one statement: of each collection the rows changed since its mark in
+        `marks` (without one: all of them), and each single document. When a user was forgotten since a mark, it
+        reads again, every list whole; when the store table was reset or the log is missing, it installs the log
+        again first."""
+        collections = [kind for kind in kinds if kind.collection]
+        documents = [kind for kind in kinds if not kind.collection]
+        positions = {name: mark[1] for name, mark in marks.items()}
         try:
-            rows, position = self._changed_rows(user_id, position)
+            rows, positions = self._changed_rows(user_id, collections, documents, positions)
         except Exception as error:
             if self._log_present_after(error):
                 raise
             self.reinstall_change_log()
-            return self.read_memory_rows(user_id, None)
+            return self.read_memory_rows(user_id, kinds, {})
         log = log_state(rows)
-        if log_then is not None and log != log_then:
-            if log[1] != log_then[1]:
+        if any(mark[0] != log for mark in marks.values()):
+            if any(mark[0][1] != log[1] for mark in marks.values()):
                 self.reinstall_change_log()
-            return self.read_memory_rows(user_id, None)
-        return memory_rows(rows, user_id, (log, position), mark is None)
+            return self.read_memory_rows(user_id, kinds, {})
+        next_marks = {kind.name: (log, positions[kind.name]) for kind in collections}
+        whole = frozenset(kind.name for kind in collections if kind.name not in marks)
+        return memory_rows(rows, user_id, kinds, next_marks, whole)

@@ -12,10 +12,9 @@ from pydantic import ValidationError
 
 from graph.memory.change_log import change_log
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, document_problem, validation_problem
-from graph.memory.kinds import MemoryKind, UnknownKindError, kind_named
+from graph.memory.kinds import MemoryKind, UnknownKindError, configured_kinds, kind_named, undeclared_kind
 from graph.memory.redaction import redact, redact_text
 from graph.memory.store import HISTORY, PAGE_SIZE, UNSTORABLE_CHARACTERS, namespace, search_all, user_label
-from graph.settings import current_settings
 from schemas import HistoryEntry
 
 EXPORT_FORMAT = "task-maistro memories v1"
@@ -36,14 +35,25 @@ def sections(kinds: Sequence[MemoryKind]) -> tuple[str, ...]:
 
 
 def export_memories(store: BaseStore, user_id: str, kinds: Sequence[MemoryKind] | None = None) -> dict[str, Any]:
-    """All of the user's memories of `kinds` (default: MAISTRO_MEMORY_KINDS, else the default kinds) and their
-    change history: for each section, store key → value, keys sorted."""
+    """Every stored document of the user and their change history: for each section, store key → value, keys
+    sorted. A section for each of `kinds` (default: MAISTRO_MEMORY_KINDS, else the default kinds), then one for
+    each memory namespace `(name, user)` of a kind not declared, as it is stored (`undeclared_sections` names
+    them), then the history."""
+    kinds = kinds or configured_kinds()
+    stored: dict[str, dict[str, Any]] = {}
+    for item in user_items(store, user_id):
+        if len(item.namespace) == 2:
+            stored.setdefault(item.namespace[0], {})[item.key] = item.value
+    names = [*(kind.name for kind in kinds), *sorted(set(stored) - {*sections(kinds)}), HISTORY]
     exported: dict[str, Any] = {"format": EXPORT_FORMAT}
-    for section in sections(kinds or current_settings().memory_kinds):
-        ns = namespace(section, user_id)
-        items = [item for item in search_all(store, ns) if item.namespace == ns]
-        exported[section] = {item.key: item.value for item in sorted(items, key=lambda item: item.key)}
+    for name in names:
+        exported[name] = dict(sorted(stored.get(name, {}).items()))
     return exported
+
+
+def undeclared_sections(data: Mapping[str, Any], kinds: Sequence[MemoryKind]) -> list[str]:
+    """The sections of an export that hold memories of kinds not among `kinds` (they travel as stored)."""
+    return [name for name in data if name not in {"format", *sections(kinds)}]
 
 
 def _key_problem(key: Any) -> str | None:
@@ -75,10 +85,19 @@ def _history_problem(key: str, value: Any, now: datetime, kinds: Sequence[Memory
     try:
         kind = kind_named(kinds, entry.kind)
     except UnknownKindError:
-        return f"its memory {entry.kind!r} is not one of the declared kinds"
+        return _placement_problem(entry.kind)  # a kind not declared: its documents are kept as they are
     for field, document in (("before", entry.before), ("after", entry.after)):
         if document is not None and (problem := document_problem(kind, entry.key, document)):
             return f'its "{field}" is not a valid {entry.kind} ({problem})'
+    return None
+
+
+def _placement_problem(name: str) -> str | None:
+    """Why documents of the undeclared kind `name` cannot be stored for a user; None when they can."""
+    try:
+        undeclared_kind(name)
+    except ValueError:
+        return f"no memory can be called {name!r} (a memory's name is a Python identifier other than {HISTORY})"
     return None
 
 
@@ -87,7 +106,11 @@ def _item_problem(section: str, key: Any, value: Any, now: datetime, kinds: Sequ
         return problem
     if section == HISTORY:
         return _history_problem(key, value, now, kinds)
-    return document_problem(kind_named(kinds, section), key, value)
+    try:
+        kind = kind_named(kinds, section)
+    except UnknownKindError:  # a kind not declared: any JSON object, as it was stored
+        return None if isinstance(value, dict) else "a stored memory document is a JSON object"
+    return document_problem(kind, key, value)
 
 
 def _shown(key: Any) -> str:
@@ -100,12 +123,13 @@ def _checked_export(data: Any, kinds: Sequence[MemoryKind]) -> dict[str, dict[st
     """The export's sections, keys and values redacted, once every item is checked; else `InvalidExportError`."""
     if not isinstance(data, Mapping) or data.get("format") != EXPORT_FORMAT:
         raise InvalidExportError(f'not a task-maistro memory export (expected "format": "{EXPORT_FORMAT}")')
-    unknown = set(data) - {"format", *sections(kinds)}
-    if unknown:
-        raise InvalidExportError(f"unknown sections: {', '.join(sorted(map(str, unknown)))}")
+    undeclared = undeclared_sections(data, kinds)
+    for name in undeclared:
+        if problem := _placement_problem(str(name)):
+            raise InvalidExportError(f'the section "{_shown(name)}" cannot be imported: {problem}')
     now = datetime.now(timezone.utc)
     checked: dict[str, dict[str, Any]] = {}
-    for name in sections(kinds):
+    for name in (*sections(kinds)[:-1], *undeclared, HISTORY):
         section = data.get(name) or {}
         if not isinstance(section, Mapping):
             raise InvalidExportError(f'"{name}" must map keys to values')
@@ -128,8 +152,10 @@ def import_memories(
 ) -> dict[str, int]:
     """Write an export's memories and history to the user (same keys; other items stay); returns counts by section.
 
-    The export may hold a section for each of `kinds` (default: MAISTRO_MEMORY_KINDS, else the default kinds;
-    a section of another kind is refused). Every item is
+    The export may hold a section for each of `kinds` (default: MAISTRO_MEMORY_KINDS, else the default kinds),
+    and sections of kinds not declared (an export made with another setting): those are written as they are,
+    each document a JSON object, under the section's name (refused only when no memory can have that name).
+    Every item is
     checked first: memories against their stored schemas (`MemoryKind.stored_schema`), history
     entries against `HistoryEntry` and their documents against their memory's schema, not dated in the future;
     keys are non-empty, at most `MAX_KEY_LENGTH` characters, without control characters. The first problem
@@ -140,12 +166,12 @@ def import_memories(
     stored as they are in the export are left alone. Each write is one transaction in this project's stores,
     whatever its size; an import cut short can be run again.
     """
-    kinds = kinds or current_settings().memory_kinds
+    kinds = kinds or configured_kinds()
     checked = _checked_export(data, kinds)
     if checked[HISTORY]:
         store.batch([PutOp(namespace(HISTORY, user_id), key, entry, index=False) for key, entry in checked[HISTORY].items()])
     context = ChangeContext(thread_id="", message=IMPORT_MESSAGE, seed=f"import/{uuid.uuid4()}")
-    for kind in kinds:
+    for kind in [*kinds, *map(undeclared_kind, undeclared_sections(checked, kinds))]:
         ns = namespace(kind, user_id)
         stored = {item.key: item.value for item in search_all(store, ns) if item.namespace == ns}
         changes = [

@@ -20,9 +20,8 @@ from langgraph.store.base import BaseStore
 from starlette.concurrency import run_in_threadpool
 
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, document_problem, ttl_for
-from graph.memory.kinds import MemoryKind, UnknownKindError, kind_named
+from graph.memory.kinds import MemoryKind, UnknownKindError, configured_kinds, kind_named
 from graph.memory.store import namespace, user_from_label
-from graph.settings import current_settings
 
 # What the history says a store API write came from.
 API_MESSAGE = "Written through the store API"
@@ -60,7 +59,7 @@ async def check_api_write(
     if action not in ("put", "delete") or not ns:
         return
     try:
-        kind = kind_named(current_settings().memory_kinds, ns[0])
+        kind = kind_named(configured_kinds(), ns[0])
     except UnknownKindError:
         return  # not a memory: the history, or another namespace of the user's own
     if len(ns) != 2:

@@ -1,22 +1,25 @@
-"""What a turn's read and a forget need from a store that keeps a ToDo change log, and what such a read returns.
+"""What a turn's read and a forget need from a store that keeps a change log, and what such a read returns.
 
 This project's SQL stores (`graph.backends.atomic`, `graph.backends.atomic_postgres`) keep one: their
-database records which ToDo rows changed, so a turn reads the profile, the instructions and only the changed
-ToDos in one statement (`read_memory_rows`), and forgetting a user also clears the log (`forget_user_items`).
-Any other store (the `langgraph dev` server's own, `InMemoryStore`) is read and written through the
-`BaseStore` API alone; `change_log` tells the two apart.
+database records which memory rows changed (every namespace but the history), so a turn reads its single
+documents and only the changed documents of each collection in one statement (`read_memory_rows`), and
+forgetting a user also clears the log (`forget_user_items`). Any other store (the `langgraph dev` server's own,
+`InMemoryStore`) is read and written through the `BaseStore` API alone; `change_log` tells the two apart.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from langgraph.store.base import BaseStore, Item, PutOp
 
+from graph.memory.kinds import MemoryKind
+
 
 @dataclass(frozen=True)
 class TodoChange:
-    """A ToDo row that changed: its key, its version, and the item (None when it was deleted or has expired)."""
+    """A collection's row that changed (a ToDo, a contact): its key, its version, and the item (None when it was
+    deleted or has expired)."""
 
     key: str
     version: Any
@@ -25,33 +28,34 @@ class TodoChange:
 
 @dataclass(frozen=True)
 class MemoryRows:
-    """What one read through the change log found: the ToDo changes (every ToDo when `whole`), the profile and
-    instructions items (None when absent), and the mark to read the next changes from."""
+    """What one read through the change log found: each collection's changes (every document of the collections
+    in `whole`) and the mark to read its next changes from, and each single document's item (None when absent),
+    by kind name."""
 
-    changes: list[TodoChange]
-    profile: Item | None
-    instructions: Item | None
-    mark: Any
-    whole: bool
+    changes: dict[str, list[TodoChange]]
+    documents: dict[str, Item | None]
+    marks: dict[str, Any]
+    whole: frozenset[str]
 
 
 @runtime_checkable
 class ChangeLogStore(Protocol):
-    """A store with a ToDo change log, read through it once `change_log_installed` is true."""
+    """A store with a memory change log, read through it once `change_log_installed` is true."""
 
     change_log_installed: bool
 
-    def read_memory_rows(self, user_id: str, mark: Any) -> MemoryRows:
-        """The ToDos changed since `mark` (None: all of them), the profile and the instructions, in one read."""
+    def read_memory_rows(self, user_id: str, kinds: Sequence[MemoryKind], marks: Mapping[str, Any]) -> MemoryRows:
+        """The user's documents of `kinds` in one read: of each collection those changed since its mark in `marks`
+        (without one: all of them), and each single document."""
         ...
 
     def forget_user_items(self, user_id: str, deletions: Sequence[PutOp]) -> None:
-        """Delete the user's items (`deletions`) and their ToDos' log rows in one transaction."""
+        """Delete the user's items (`deletions`) and their log rows in one transaction."""
         ...
 
 
 def change_log(store: BaseStore) -> ChangeLogStore | None:
-    """The store, when it keeps a ToDo change log that was installed as it opened; else None (use its own API)."""
+    """The store, when it keeps a change log that was installed as it opened; else None (use its own API)."""
     if isinstance(store, ChangeLogStore) and store.change_log_installed:
         return store
     return None

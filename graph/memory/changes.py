@@ -16,7 +16,6 @@ already committed, so a replayed update answers from that instead of changing th
 
 import json
 import re
-import threading
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -26,8 +25,9 @@ from typing import Any, Literal
 from langgraph.store.base import BaseStore, GetOp, PutOp
 from pydantic import ValidationError
 
-from graph.memory.conditions import ConflictError, Unchanged, checks_conditions
-from graph.memory.kinds import TODO, MemoryKind, UnknownKindError, kind_named
+from graph.memory.conditions import ConflictError, Unchanged
+from graph.memory.index_outage import write_saving_unindexed
+from graph.memory.kinds import TODO, MemoryKind, UnknownKindError, configured_kinds, kind_named, undeclared_kind
 from graph.memory.redaction import redact
 from graph.memory.store import HISTORY, namespace, search_all
 from graph.settings import current_settings
@@ -40,8 +40,6 @@ MINUTES_PER_DAY = 24 * 60
 ENTRY_DEFAULTS = {"order": 0, "thread_id": "", "message": ""}
 # How many history entries of one seed `committed_changes` asks for in one batch.
 ENTRIES_PER_LOOKUP = 32
-# Serialises the compare-and-write of stores that cannot check conditions themselves, within this process.
-_unconditional_writes = threading.Lock()
 # Characters no stored string may hold: NUL (PostgreSQL cannot store it) and lone surrogates (not UTF-8).
 _UNSTORABLE_IN_TEXT = re.compile("[\x00\ud800-\udfff]")
 
@@ -49,6 +47,28 @@ _UNSTORABLE_IN_TEXT = re.compile("[\x00\ud800-\udfff]")
 def _filled(value: Any) -> Any:
     """A field's value, with every kind of empty value as None."""
     return None if value is None or value in ("", [], {}) else value
+
+
+def _comparable(value: Any) -> Any:
+    """A document's value as `same_document` compares it: text with whitespace collapsed and case folded, empty
+    values left out of objects."""
+    if isinstance(value, str):
+        return " ".join(value.split()).casefold()
+    if isinstance(value, list):
+        return [_comparable(item) for item in value]
+    if isinstance(value, dict):
+        return {name: _comparable(item) for name, item in value.items() if _filled(item) is not None}
+    return value
+
+
+def same_document(first: Any, second: Any) -> bool:
+    """Whether two documents carry the same content: equal once every text has its whitespace collapsed and its
+    case folded, an empty value (None, "", [], {}) counting as missing.
+
+    Anything else that differs (a deadline, a solution, a status) makes them two documents, even under the
+    same summary: "Call mom" due Monday and "Call mom" due Friday are two tasks.
+    """
+    return _comparable(first) == _comparable(second)
 
 
 @dataclass(frozen=True)
@@ -190,26 +210,8 @@ def record_changes(
     ]
     index = list(kind.indexed_fields) or False
     puts = [*(PutOp(ns, c.key, c.after, index=index, ttl=ttl_for(kind, c.after)) for c in changes), *records]
-    write_unless_changed(store, conditions, puts)
+    write_saving_unindexed(store, conditions, puts)
     return [record.value for record in records]
-
-
-def write_unless_changed(store: BaseStore, conditions: Sequence[Unchanged], puts: Sequence[PutOp]) -> None:
-    """Write `puts` in one batch if every condition holds, else raise `ConflictError` and write nothing.
-
-    This project's stores check the conditions in the batch's transaction. Any other store (the
-    `langgraph dev` server's own) is read and written under a lock of this process instead, which covers
-    every writer of that store going through here within the server's one process.
-    """
-    if checks_conditions(store):
-        store.batch([*conditions, *puts])
-        return
-    with _unconditional_writes:
-        stored = store.batch([GetOp(condition.namespace, condition.key) for condition in conditions])
-        failed = [c for c, item in zip(conditions, stored, strict=True) if (item.value if item else None) != c.value]
-        if failed:
-            raise ConflictError(failed)
-        store.batch(puts)
 
 
 def committed_changes(store: BaseStore, user_id: str, kind: MemoryKind, seed: str) -> list[MemoryChange]:
@@ -290,12 +292,12 @@ def undo_change(
     """Revert a change (the latest when no id is given) and return the history entry recording the undo.
 
     Raises `UnknownChangeError` when there is no such change, and `IrreversibleChangeError`, writing nothing,
-    when the document the change started from does not fit its memory's schema, or its memory is not one of
-    `kinds` (default: MAISTRO_MEMORY_KINDS, else the default kinds). The undo commits only if the
-    document is still what it read (`record_changes`); if another writer changed it in between, the undo
+    when the document the change started from does not fit its memory's schema (one of `kinds`, default:
+    MAISTRO_MEMORY_KINDS, else the default kinds; a memory of a kind not declared is restored as it was
+    stored). The undo commits only if the document is still what it read (`record_changes`); if another writer changed it in between, the undo
     reads it again and tries once more, then raises `UndoConflictError`, writing nothing.
     """
-    kinds = kinds or current_settings().memory_kinds
+    kinds = kinds or configured_kinds()
     try:
         return _undo_once(store, user_id, change_id, kinds)
     except ConflictError:
@@ -310,20 +312,30 @@ def undo_change(
         ) from None
 
 
+def _kind_of_change(entry: dict[str, Any], kinds: Sequence[MemoryKind]) -> tuple[MemoryKind, bool]:
+    """The memory kind a history entry changed, and whether it is declared: a kind not declared is undone as it
+    was stored (`undeclared_kind`), unless no memory can have its name."""
+    try:
+        return kind_named(kinds, entry["kind"]), True
+    except UnknownKindError:
+        pass
+    try:
+        return undeclared_kind(entry["kind"]), False
+    except ValueError:
+        raise IrreversibleChangeError(
+            f"change {entry['id'][:8]} cannot be undone: no memory can be called {entry['kind']!r}"
+        ) from None
+
+
 def _undo_once(store: BaseStore, user_id: str, change_id: str | None, kinds: Sequence[MemoryKind]) -> dict[str, Any]:
     """Revert the change from the document as stored now; `ConflictError` if it changes before the commit."""
     history = list_history(store, user_id)
     target = next((e for e in reversed(history) if change_id in (None, e["id"])), None)
     if target is None:
         raise UnknownChangeError(f"no change {change_id!r} in the history" if change_id else "the history is empty")
-    try:
-        kind = kind_named(kinds, target["kind"])
-    except UnknownKindError:
-        raise IrreversibleChangeError(
-            f"change {target['id'][:8]} cannot be undone: its memory {target['kind']!r} is not one of the declared kinds"
-        ) from None
+    kind, declared = _kind_of_change(target, kinds)
     restored = target["before"]
-    if restored is not None and (problem := document_problem(kind, target["key"], restored)):
+    if declared and restored is not None and (problem := document_problem(kind, target["key"], restored)):
         raise IrreversibleChangeError(
             f"change {target['id'][:8]} cannot be undone: the {target['kind']} it would restore is invalid ({problem})"
         )

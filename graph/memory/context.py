@@ -1,14 +1,15 @@
 """What a turn knows of the user's memories: read once when the turn starts, shared by the nodes of the turn.
 
-The chat node reads every memory kind's documents (the ToDo list ranked, see below). It reads the profile, the
-instructions and the ToDo list in one go (one SQL statement on
-SQLite and PostgreSQL that returns only the ToDos changed since this process last read the list, the
-store's `read_memory_rows`, see `graph.memory.change_log`), ranks the list, and keeps the result for the turn, keyed by
-the turn's user message: its second call (the answer after an update) shows the same memories, so the
-prompt's prefix stays the same for the endpoint's prompt cache, and the update node patches the items that
-selection chose without reading the list again. The tool answers tell the model what changed in between,
-and an update node sees the changes of earlier rounds of its turn (`with_turn_changes`). A process that did
-not see the turn start (a resumed run) reads afresh. Any other memory kind is read through the store's API.
+The chat node reads every memory kind's documents, each collection (the ToDo list, any collection kind) ranked
+and bounded (`graph.memory.selection`). On SQLite and PostgreSQL it reads them all in one SQL statement that
+returns only the collections' documents changed since this process last read each list (the store's
+`read_memory_rows`, see `graph.memory.change_log`); any other store is read through its own API. It ranks
+each list, and keeps the result for the turn, keyed by the turn's user message: its second call (the answer
+after an update) shows the same memories, so the prompt's prefix stays the same for the endpoint's prompt
+cache, and an update node patches the documents that selection chose without reading the list again
+(`documents_to_update`). The tool answers tell the model what changed in between, and an update node sees the
+changes of earlier rounds of its turn (`with_turn_changes`). A process that did not see the turn start (a
+resumed run) reads afresh.
 """
 
 import threading
@@ -18,18 +19,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
-from langgraph.store.base import BaseStore, Item
+from langgraph.store.base import BaseStore
 
 from graph.configuration import Configuration
 from graph.memory.change_log import change_log
-from graph.memory.kinds import INSTRUCTIONS, PROFILE, TODO, MemoryKind
+from graph.memory.kinds import TODO, MemoryKind
 from graph.memory.selection import (
     LISTS,
     Candidates,
     Entry,
     PreparedList,
     Quotas,
-    TodoSelection,
+    Selection,
     choose,
     entry,
     list_entries,
@@ -47,20 +48,32 @@ _turns_lock = threading.Lock()
 
 @dataclass(frozen=True)
 class TurnRead:
-    """One read of a user's memories: the ranked ToDo candidates, and every other kind's documents by kind name."""
+    """One read of a user's memories: each collection's ranked candidates and every other kind's documents, by
+    kind name."""
 
-    candidates: Candidates
+    candidates: dict[str, Candidates]
     documents: dict[str, list[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
 class TurnMemories:
-    """The memories a turn works with: its two ToDo selections, and every other kind's documents by kind name."""
+    """The memories a turn works with: two selections of each collection (for the chat prompt and for an update),
+    and every other kind's documents, by kind name."""
 
     store: BaseStore
     documents: Mapping[str, list[dict[str, Any]]]
-    prompt_todos: TodoSelection
-    update_todos: TodoSelection
+    prompt: Mapping[str, Selection]
+    update: Mapping[str, Selection]
+
+    @property
+    def prompt_todos(self) -> Selection:
+        """The ToDos the chat prompt shows."""
+        return self.prompt[TODO.name]
+
+    @property
+    def update_todos(self) -> Selection:
+        """The ToDos an update may patch or delete."""
+        return self.update[TODO.name]
 
     def text(self, kind: MemoryKind) -> str:
         """The text of a free-text kind ("" when none was written)."""
@@ -71,73 +84,73 @@ class TurnMemories:
 def read_turn(
     store: BaseStore, user_id: str, wanted: Sequence[str], quotas: Quotas, kinds: Sequence[MemoryKind]
 ) -> TurnRead:
-    """The user's memories of `kinds`, read once: the defaults in one SQL statement on SQLite and PostgreSQL, else
-    (and any other kind) with the store's own reads.
+    """The user's memories of `kinds`, read once: in one SQL statement on SQLite and PostgreSQL, else with the
+    store's own reads; each collection ranked for the `wanted` terms within `quotas`.
 
-    On SQLite and PostgreSQL the statement returns only the ToDos changed since this process last read the list
-    (`graph.memory.change_log.ChangeLogStore.read_memory_rows`), and only those are prepared again; the first read in a process reads them all.
+    On SQLite and PostgreSQL the statement returns only the documents of each collection changed since this
+    process last read it (`graph.memory.change_log.ChangeLogStore.read_memory_rows`), and only those are
+    prepared again; the first read of a list in a process reads it whole.
     """
+    collections = [kind for kind in kinds if kind.collection]
     logged = change_log(store)
     if logged is None:
-        entries = list_entries(store, read_kind(store, TODO, user_id))
-        return TurnRead(rank_entries(entries, wanted, quotas), _documents(store, user_id, kinds, {}))
-    list_id = (TODO.name, user_id)
-    kept = LISTS.take(store, list_id)
-    (mark, versions), prepared = kept if kept else ((None, {}), None)
-    rows = logged.read_memory_rows(user_id, mark)
-    if rows.whole:
-        versions, prepared = {}, None
-    changed: list[Entry] = []
-    removed: list[str] = []
-    for change in rows.changes:
-        if change.item is None:
-            if versions.pop(change.key, None) is not None:
-                removed.append(change.key)
-        elif versions.get(change.key) != change.version:
-            versions[change.key] = change.version
-            changed.append(entry(change.item))
-    if prepared is None:
-        prepared = PreparedList(changed)
-    else:
-        prepared.changed(changed, removed)
-    candidates = rank_entries(prepared, wanted, quotas)
-    LISTS.keep(store, list_id, (rows.mark, versions), prepared)
-    read = {PROFILE.name: rows.profile, INSTRUCTIONS.name: rows.instructions}
-    return TurnRead(candidates, _documents(store, user_id, kinds, read))
-
-
-def _documents(
-    store: BaseStore, user_id: str, kinds: Sequence[MemoryKind], read: Mapping[str, Item | None]
-) -> dict[str, list[dict[str, Any]]]:
-    """Each kind's documents but the ToDos' (ranked apart), by name: as `read` already holds them, else read now."""
-    documents: dict[str, list[dict[str, Any]]] = {}
-    for kind in kinds:
-        if kind.name in read:
-            documents[kind.name] = [read[kind.name].value] if read[kind.name] else []
-        elif kind.name != TODO.name:
-            documents[kind.name] = [item.value for item in read_kind(store, kind, user_id)]
-    return documents
+        candidates = {
+            kind.name: rank_entries(list_entries(store, kind, read_kind(store, kind, user_id)), wanted, quotas)
+            for kind in collections
+        }
+        documents = {
+            kind.name: [item.value for item in read_kind(store, kind, user_id)] for kind in kinds if not kind.collection
+        }
+        return TurnRead(candidates, documents)
+    kept = {}
+    for kind in collections:
+        state = LISTS.take(store, (kind.name, user_id))
+        kept[kind.name] = state if state and state[1].kind is kind else None  # not one of another declaration
+    rows = logged.read_memory_rows(user_id, kinds, {name: state[0][0] for name, state in kept.items() if state})
+    candidates = {}
+    for kind in collections:
+        state = kept[kind.name] if kind.name not in rows.whole else None
+        (_, versions), prepared = state or ((None, {}), None)
+        changed: list[Entry] = []
+        removed: list[str] = []
+        for change in rows.changes.get(kind.name, ()):
+            if change.item is None:
+                if versions.pop(change.key, None) is not None:
+                    removed.append(change.key)
+            elif versions.get(change.key) != change.version:
+                versions[change.key] = change.version
+                changed.append(entry(change.item, kind))
+        if prepared is None:
+            prepared = PreparedList(kind, changed)
+        else:
+            prepared.changed(changed, removed)
+        candidates[kind.name] = rank_entries(prepared, wanted, quotas)
+        LISTS.keep(store, (kind.name, user_id), (rows.marks[kind.name], versions), prepared)
+    documents = {name: [item.value] if item else [] for name, item in rows.documents.items()}
+    return TurnRead(candidates, documents)
 
 
 def read_turn_memories(
     store: BaseStore, settings: Configuration, messages: Sequence[AnyMessage], kinds: Sequence[MemoryKind]
 ) -> TurnMemories:
-    """Read the memories of `kinds` for a turn: each kind's documents, and the ToDos for the prompt and for an update."""
+    """Read the memories of `kinds` for a turn: each kind's documents, and each collection's documents for the
+    prompt and for an update (at most `todo_prompt_limit` and `todo_update_limit`, the ones relevant to the turn)."""
     user_id = settings.resolved_user_id
     query = recent_user_text(messages)
     prompt_limit, update_limit = settings.todo_prompt_limit, settings.todo_update_limit
     widest = Quotas(max(prompt_limit, update_limit))
     read = read_turn(store, user_id, query_terms(query), widest, kinds)
-    hits = semantic_hits(store, user_id, query, widest.semantic) if read.candidates.total > min(prompt_limit, update_limit) else []
-    return TurnMemories(
-        store=store,
-        documents=read.documents,
-        prompt_todos=choose(read.candidates, prompt_limit, hits),
-        update_todos=choose(read.candidates, update_limit, hits),
-    )
+    prompt: dict[str, Selection] = {}
+    update: dict[str, Selection] = {}
+    for name, candidates in read.candidates.items():
+        many = candidates.total > min(prompt_limit, update_limit)
+        hits = semantic_hits(store, user_id, query, widest.semantic, candidates.kind) if many else []
+        prompt[name] = choose(candidates, prompt_limit, hits)
+        update[name] = choose(candidates, update_limit, hits)
+    return TurnMemories(store=store, documents=read.documents, prompt=prompt, update=update)
 
 
-def select_todos(store: BaseStore, user_id: str, query: str, limit: int) -> TodoSelection:
+def select_todos(store: BaseStore, user_id: str, query: str, limit: int) -> Selection:
     """The ToDo items a turn whose user says `query` shows the user: all of them up to `limit`, else the most relevant."""
     settings = Configuration(user_id=user_id, todo_prompt_limit=limit, todo_update_limit=limit)
     return read_turn_memories(store, settings, [HumanMessage(query)], (TODO,)).prompt_todos
@@ -208,3 +221,25 @@ def with_turn_changes(existing: dict[str, dict], messages: Sequence[AnyMessage],
             else:
                 documents[change["key"]] = change["after"]
     return documents
+
+
+def documents_to_update(
+    store: BaseStore,
+    settings: Configuration,
+    messages: Sequence[AnyMessage],
+    thread_id: str,
+    kinds: Sequence[MemoryKind],
+    kind: MemoryKind,
+    *,
+    fresh: bool = False,
+) -> tuple[TurnMemories, dict[str, dict]]:
+    """The turn's memories and the documents of the collection `kind` an update may patch or delete: those the
+    turn's read chose for an update, with the changes of the turn's earlier rounds applied. `fresh` reads the
+    memories again (after another writer changed them): what it read wins over those changes."""
+    read = start_turn if fresh else turn_memories
+    memories = read(store, settings, messages, thread_id, kinds)
+    reachable = {item.key: item.value for item in memories.update[kind.name].items}
+    existing = with_turn_changes(reachable, messages, kind)
+    if fresh:
+        existing.update(reachable)
+    return memories, existing

@@ -5,24 +5,69 @@ A kind is one document per user (its `key`) or a collection of documents, each a
 text (`text`), stored as `{"memory": text}` and rewritten whole by one model call. Its `name` is its store
 namespace and the one name the code uses for it; `update_type` is the value of `UpdateMemory.update_type`
 that routes a turn to it (the name unless given: the tutorial routes its profile as "user").
+
+A declaration that cannot work is refused when it is made, with one sentence naming the field (`MemoryKind`);
+a list of kinds when the graph is built (`check_kinds`). `configured_kinds` reads the list MAISTRO_MEMORY_KINDS
+names.
 """
 
+import functools
+import importlib
+import os
+import re
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from langgraph.constants import END, START
 from pydantic import BaseModel, ConfigDict
 
-from prompts import CREATE_INSTRUCTIONS, REWRITE_TEXT, TODO_INSTRUCTION, TRUSTCALL_INSTRUCTION
+from graph.settings import SettingsError, current_settings
+from prompts import (
+    CREATE_INSTRUCTIONS,
+    INSTRUCTIONS_TELL_USER_RULE,
+    PROFILE_TELL_USER_RULE,
+    REWRITE_TEXT,
+    TELL_USER_RULE,
+    TODO_INSTRUCTION,
+    TRUSTCALL_INSTRUCTION,
+)
 from schemas import Instructions, Profile, ToDo
 
 # Namespaces the memory code keeps for itself: no kind may take them.
 RESERVED_NAMES = ("history",)
+# Names the graph uses itself, which no update node may take: the chat node, LangGraph's start and end, and the
+# state's keys (graph/state.py).
+GRAPH_NAMES = ("task_maistro", START, END, "messages", "summary", "remaining_steps", "resumed_calls")
+# A field path as LangGraph's index takes it ("solutions[*]", "address.city"): its first part names a schema field.
+_FIRST_PART = re.compile(r"[^.\[]+")
+_WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 class UnknownKindError(LookupError):
     """No memory kind of that name (or update type) is declared."""
+
+
+def humanised(title: str) -> str:
+    """A schema's or kind's name as words in sentences: "HealthNote" → "health note", "daily_habits" → "daily habits"."""
+    return _WORD_START.sub(" ", title).replace("_", " ").lower()
+
+
+def _text_value(schema: Mapping[str, Any], definitions: Mapping[str, Any]) -> bool:
+    """Whether a JSON schema describes words a person wrote: a string without a format or fixed choices, a list of
+    those, or an object (its strings), rather than a number, a date or a choice like a status."""
+    if "$ref" in schema:
+        schema = definitions.get(schema["$ref"].rsplit("/", 1)[-1], {})
+    if "anyOf" in schema:
+        return any(_text_value(option, definitions) for option in schema["anyOf"] if option.get("type") != "null")
+    if "enum" in schema or "const" in schema:
+        return False
+    kind = schema.get("type")
+    if kind == "array":
+        return _text_value(schema.get("items") or {}, definitions)
+    return (kind == "string" and "format" not in schema) or kind == "object"
 
 
 @dataclass(frozen=True)
@@ -30,9 +75,12 @@ class MemoryKind:
     """One long-term memory: its name and stored shape, one document or many, and what the routing model reads.
 
     `description` says what belongs in it (the chat model reads it when deciding to update); `label` names one
-    of its documents in sentences for the user (default: the name; `title` names the whole memory); `key` is
-    where a single document is kept (default "user_<name>"); `text` makes it free text, rewritten with one
-    model call instead of trustcall.
+    of its documents in sentences for the user (default: the schema's title in words, "Contact" → "contact";
+    `title` names the whole memory: "contact list"); `key` is where a single document is kept (default
+    "user_<name>"); `text` makes it free text, rewritten with one model call instead of trustcall (its schema
+    needs a `memory: str` field); `guidance` marks a text kind as guidance for the assistant's replies (a tone, house rules):
+    the chat prompt shows it as something to follow rather than as facts about the user (the tutorial's
+    instructions guide the ToDo updates, whose prompt carries them, and are shown as they always were).
 
     `instruction` is the extraction prompt (default: trustcall's generic one, or a rewrite of the text for a
     text kind; `{language_rule}`, `{now}` and, for text, `{current}` are filled in); `inserts`, `patches` and
@@ -40,8 +88,19 @@ class MemoryKind:
     patched); `node` names the update node (default "update_<name>"); `summary_field` names a document in
     reports and tables (default: the schema's first field); `indexed_fields` are what the store's semantic
     index embeds, when it has one (default: a collection's summary field; nothing of a single document);
-    `render` turns the kind's documents into its section of the chat prompt (default: one line of JSON per
-    document, or the text).
+    `render` turns the kind's documents into its section of the chat prompt (default: one line of JSON for a
+    document, a table of rows for a collection, or the text).
+
+    A collection past the prompt's limit is shown by relevance to the turn (`graph.memory.selection`):
+    `status_field` and `open_statuses` name the field that tells open documents from closed ones and its open
+    values (the ToDos' "not started" and "in progress"): closed ones are shown only when named, and counted
+    apart; `deadline_field` names a date-time field whose soonest open documents are shown first. Without a
+    status field every document counts as open.
+
+    `tell_user_rule` is the kind's line of the chat prompt's rule on telling the user about updates (default:
+    tell the user, naming what changed; the tutorial's profile and instructions are updated quietly).
+
+    Each field is checked when the kind is declared: a refusal is a ValueError of one sentence naming it.
     """
 
     name: str
@@ -52,6 +111,7 @@ class MemoryKind:
     label: str = ""
     key: str = ""
     text: bool = False
+    guidance: bool = False
     instruction: str = ""
     inserts: bool | None = None
     patches: bool = True
@@ -59,10 +119,14 @@ class MemoryKind:
     node: str = ""
     summary_field: str = ""
     indexed_fields: tuple[str, ...] | None = None
+    status_field: str = ""
+    open_statuses: tuple[str, ...] = ()
+    deadline_field: str = ""
+    tell_user_rule: str = ""
     render: Callable[[Sequence[Mapping[str, Any]]], str] | None = None
 
     def __post_init__(self) -> None:
-        if not self.name or not self.name.isidentifier() or self.name in RESERVED_NAMES:
+        if not isinstance(self.name, str) or not self.name.isidentifier() or self.name in RESERVED_NAMES:
             raise ValueError(
                 f"A memory kind's name must be a Python identifier other than {', '.join(RESERVED_NAMES)}: "
                 f"{self.name!r} is not."
@@ -71,17 +135,50 @@ class MemoryKind:
             raise ValueError(f"The memory kind {self.name!r} needs a Pydantic model as its schema.")
         if self.text and self.collection:
             raise ValueError(f"The memory kind {self.name!r} cannot be free text and a collection at once.")
-        object.__setattr__(self, "update_type", self.update_type or self.name)
-        object.__setattr__(self, "label", self.label or self.name)
-        object.__setattr__(self, "key", "" if self.collection else self.key or f"user_{self.name}")
-        default_instruction = REWRITE_TEXT if self.text else TRUSTCALL_INSTRUCTION
-        object.__setattr__(self, "instruction", self.instruction or default_instruction)
-        object.__setattr__(self, "inserts", self.collection if self.inserts is None else self.inserts)
-        object.__setattr__(self, "deletes", self.collection if self.deletes is None else self.deletes)
-        object.__setattr__(self, "node", self.node or f"update_{self.name}")
-        object.__setattr__(self, "summary_field", self.summary_field or next(iter(self.schema.model_fields), ""))
+        set_default = functools.partial(object.__setattr__, self)
+        set_default("update_type", self.update_type or self.name)
+        set_default("label", self.label or humanised(self.schema.model_config.get("title") or self.schema.__name__))
+        set_default("key", "" if self.collection else self.key or f"user_{self.name}")
+        set_default("instruction", self.instruction or (REWRITE_TEXT if self.text else TRUSTCALL_INSTRUCTION))
+        set_default("inserts", self.collection if self.inserts is None else self.inserts)
+        set_default("deletes", self.collection if self.deletes is None else self.deletes)
+        set_default("node", self.node or f"update_{self.name}")
+        set_default("summary_field", self.summary_field or next(iter(self.schema.model_fields), ""))
         if self.indexed_fields is None:
-            object.__setattr__(self, "indexed_fields", (self.summary_field,) if self.collection else ())
+            set_default("indexed_fields", (self.summary_field,) if self.collection else ())
+        set_default("indexed_fields", tuple(self.indexed_fields))
+        set_default("open_statuses", tuple(self.open_statuses))
+        set_default("tell_user_rule", self.tell_user_rule or TELL_USER_RULE.format(memory=self.title.lower()))
+        self._check()
+
+    def _check(self) -> None:
+        """Refuse, in one sentence naming the field, what would fail later (in a turn, a report or the graph)."""
+        where = f"The memory kind {self.name!r}"
+        fields = self.schema.model_fields
+        schema_name = self.schema.__name__
+        if self.text and getattr(fields.get("memory"), "annotation", None) is not str:
+            raise ValueError(f"{where} is free text, so its schema needs a `memory: str` field, which {schema_name} lacks.")
+        if self.guidance and not self.text:
+            raise ValueError(f"{where} sets guidance, which only a free-text kind (text=True) can be.")
+        if fields and self.summary_field not in fields:
+            raise ValueError(f"{where} has summary_field {self.summary_field!r}, which is not a field of {schema_name}.")
+        for path in self.indexed_fields:
+            first = _FIRST_PART.match(path) if isinstance(path, str) else None
+            if first is None or first.group() not in fields:
+                raise ValueError(f"{where} indexes {path!r} (indexed_fields), which is not a field of {schema_name}.")
+        for attribute in ("status_field", "deadline_field"):
+            value = getattr(self, attribute)
+            if value and value not in fields:
+                raise ValueError(f"{where} has {attribute} {value!r}, which is not a field of {schema_name}.")
+        if (self.status_field or self.open_statuses or self.deadline_field) and not self.collection:
+            raise ValueError(f"{where} sets status_field, open_statuses or deadline_field, which only a collection uses.")
+        if bool(self.status_field) != bool(self.open_statuses):
+            raise ValueError(f"{where} needs status_field and open_statuses together: the field and its open values.")
+        if not isinstance(self.node, str) or not self.node or self.node in GRAPH_NAMES or set(self.node) & set("|:"):
+            raise ValueError(
+                f"{where} has node {self.node!r}, a name the graph uses itself or cannot take; leave node out for "
+                f"update_{self.name}."
+            )
 
     @cached_property
     def stored_schema(self) -> type[BaseModel]:
@@ -96,6 +193,20 @@ class MemoryKind:
             },
         )
 
+    @cached_property
+    def text_fields(self) -> tuple[str, ...]:
+        """The fields holding words a person wrote (what a turn's words are matched against): strings without a
+        format or fixed choices, lists of them, nested objects; not numbers, dates or statuses."""
+        json_schema = self.schema.model_json_schema()
+        definitions = json_schema.get("$defs", {})
+        properties = json_schema.get("properties", {})
+        return tuple(name for name, field in properties.items() if _text_value(field, definitions))
+
+    def is_open(self, document: Mapping[str, Any]) -> bool:
+        """Whether a document of this collection is open (its status is one of `open_statuses`); without a status
+        field, every document is."""
+        return not self.status_field or document.get(self.status_field) in self.open_statuses
+
     @property
     def title(self) -> str:
         """The memory's name in sentences for the user: "ToDo list" for a collection of ToDos, else the label."""
@@ -108,7 +219,9 @@ PROFILE = MemoryKind(
     collection=False,
     description="personal information about the user",
     update_type="user",
+    label="profile",
     key="user_profile",
+    tell_user_rule=PROFILE_TELL_USER_RULE,
 )
 TODO = MemoryKind(
     name="todo",
@@ -118,17 +231,39 @@ TODO = MemoryKind(
     label="ToDo",
     instruction=TODO_INSTRUCTION,
     node="update_todos",
+    status_field="status",
+    open_statuses=("not started", "in progress"),
+    deadline_field="deadline",
 )
 INSTRUCTIONS = MemoryKind(
     name="instructions",
     schema=Instructions,
     collection=False,
     description="preferences for how to update the ToDo list",
+    label="instructions",
     key="user_instructions",
     text=True,
     instruction=CREATE_INSTRUCTIONS,
+    tell_user_rule=INSTRUCTIONS_TELL_USER_RULE,
 )
 DEFAULT_MEMORY_KINDS: tuple[MemoryKind, ...] = (PROFILE, TODO, INSTRUCTIONS)
+
+
+class UndeclaredDocument(BaseModel):
+    """A document of a memory kind that is not declared: any JSON object, kept as it is stored."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+def undeclared_kind(name: str) -> MemoryKind:
+    """A stand-in for a memory kind that is not declared but has documents stored (a kind declared once, or by
+    another configuration): a collection of any JSON objects, neither indexed nor checked against a schema, so
+    that export, import and undo move its documents as they are. ValueError (one sentence) when no kind could
+    have that name."""
+    return MemoryKind(
+        name=name, schema=UndeclaredDocument, collection=True, description=f"{name} (not declared)", label=name,
+        indexed_fields=(),
+    )
 
 
 def kind_named(kinds: Iterable[MemoryKind], name: str) -> MemoryKind:
@@ -156,3 +291,51 @@ def check_kinds(kinds: Sequence[MemoryKind]) -> tuple[MemoryKind, ...]:
         if repeated := sorted({value for value in values if values.count(value) > 1}):
             raise ValueError(f"Two memory kinds share the {attribute} {', '.join(map(repr, repeated))}.")
     return tuple(kinds)
+
+
+def _import_from_working_directory(module_name: str) -> Any:
+    """Import a module as `langgraph dev` started in the working directory would: that directory first on the
+    import path, for this import only (the console script does not put it there)."""
+    here = os.getcwd()
+    added = here not in sys.path and "" not in sys.path
+    if added:
+        sys.path.insert(0, here)
+    try:
+        return importlib.import_module(module_name)
+    finally:
+        if added:
+            sys.path.remove(here)
+
+
+@functools.lru_cache(maxsize=8)
+def load_memory_kinds(spec: str) -> tuple[MemoryKind, ...]:
+    """The memory kinds a MAISTRO_MEMORY_KINDS value (`package.module:NAME`) names; `DEFAULT_MEMORY_KINDS` for "".
+
+    The module is imported from the import path, else from the working directory. Raises `SettingsError`, one
+    sentence naming the variable, when the list cannot be used (the module does not import, has no such name,
+    or the object is not a list of `MemoryKind` with distinct names).
+    """
+    if not spec:
+        return DEFAULT_MEMORY_KINDS
+    module_name, _, attribute = spec.partition(":")
+    try:
+        try:
+            module = _import_from_working_directory(module_name)
+        except Exception as error:  # any failure of the user's module to import is reported, not raised
+            raise ValueError(f"the module {module_name} cannot be imported ({type(error).__name__}: {error})") from None
+        if not hasattr(module, attribute):
+            raise ValueError(f"the module {module_name} has no {attribute}")
+        return check_kinds(getattr(module, attribute))
+    except ValueError as error:
+        raise SettingsError(f"MAISTRO_MEMORY_KINDS={spec!r} is invalid: {str(error).rstrip('.')}.") from None
+
+
+def configured_kinds() -> tuple[MemoryKind, ...]:
+    """The memory kinds MAISTRO_MEMORY_KINDS names (`DEFAULT_MEMORY_KINDS` when it is unset); `SettingsError` when
+    they cannot be loaded."""
+    return load_memory_kinds(current_settings().memory_kinds_spec)
+
+
+def resolve_kinds(kinds: Sequence[MemoryKind] | None) -> tuple[MemoryKind, ...]:
+    """The kinds given, checked (`check_kinds`), or the configured ones when none are given."""
+    return configured_kinds() if kinds is None else check_kinds(kinds)

@@ -11,16 +11,19 @@ from graph.memory.rendering import capitalized
 __all__ = ["change_notes"]
 
 
+
 def _document_note(kind: MemoryKind, change: MemoryChange) -> str:
     """A note on one document of a collection, named by its summary field: e.g. "ToDo done: Book swim lessons"."""
     summary = (change.after or change.before or {}).get(kind.summary_field) or change.key
+    label = capitalized(kind.label)
     if change.action == "created":
-        return f"{kind.label} added: {summary}"
+        return f"{label} added: {summary}"
     if change.action == "deleted":
-        return f"{kind.label} removed: {summary}"
-    if "status" in change.changed_fields() and (change.after or {}).get("status") == "done":
-        return f"{kind.label} done: {summary}"
-    return f"{kind.label} updated: {summary} ({', '.join(change.changed_fields())})"
+        return f"{label} removed: {summary}"
+    status = kind.status_field
+    if status and status in change.changed_fields() and (change.after or {}).get(status) == "done":
+        return f"{label} done: {summary}"
+    return f"{label} updated: {summary} ({', '.join(change.changed_fields())})"
 
 
 def change_notes(artifact: Mapping[str, Any] | None, kinds: Sequence[MemoryKind]) -> list[str]:

@@ -7,6 +7,9 @@ from typing import Any
 from langgraph.store.base import Item
 
 from graph.memory.kinds import MemoryKind
+from graph.memory.selection import Selection
+from graph.thread.tokens import count_text_tokens
+from prompts import GUIDANCE_SECTION, MEMORY_SECTION, NOT_SHOWN, NOT_SHOWN_OPEN_AND_CLOSED
 
 
 def capitalized(text: str) -> str:
@@ -22,16 +25,70 @@ def render_document(document: Mapping[str, Any] | None) -> str:
     return json.dumps(filled, ensure_ascii=False)
 
 
+# The most tokens a collection's documents take in the chat prompt (about the ToDos' 30 lines): past it, the less
+# relevant ones are counted instead of shown.
+COLLECTION_TOKENS = 360
+
+
+def _cell(value: Any) -> str:
+    """A field's value in a row: text and numbers as they are, nothing for None, anything else as compact JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str | int | float):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def render_rows(kind: MemoryKind, documents: Sequence[Mapping[str, Any]]) -> str:
+    """A collection's documents as a table: a line naming the schema's fields, then one line of values each."""
+    if not documents:
+        return ""
+    fields = " | ".join(kind.schema.model_fields)
+    return "\n".join([f"({fields})", *(_row(kind, document) for document in documents)])
+
+
+def _row(kind: MemoryKind, document: Mapping[str, Any]) -> str:
+    return f"- {' | '.join(_cell(document.get(name)) for name in kind.schema.model_fields)}"
+
+
+def _document_tokens(kind: MemoryKind, document: Mapping[str, Any]) -> int:
+    """About how many tokens one document adds to its kind's section of the prompt."""
+    return count_text_tokens(kind.render([document]) if kind.render is not None else _row(kind, document))
+
+
 def render_documents(kind: MemoryKind, documents: Sequence[Mapping[str, Any]]) -> str:
     """A kind's documents for the prompt: as the kind renders them, else a text kind's text, a single document's
-    line, or one line per document."""
+    line, or a collection's rows (`render_rows`)."""
     if kind.render is not None:
         return kind.render(documents)
     if kind.text:
         return documents[0].get("memory", "") if documents else ""
     if not kind.collection:
         return render_document(documents[0] if documents else None)
-    return "\n".join(f"- {render_document(document)}" for document in documents)
+    return render_rows(kind, documents)
+
+
+def render_collection(kind: MemoryKind, selection: Selection, budget: int = COLLECTION_TOKENS) -> str:
+    """A collection's documents the prompt shows (`render_documents`), the most relevant that fit in `budget`
+    tokens (a list of large documents shows fewer of them), then a count of those it leaves out: open and closed
+    apart for a kind with a status field."""
+    by_key = {item.key: item for item in selection.items}
+    kept: set[str] = set()
+    for key in selection.relevance or by_key:
+        budget -= _document_tokens(kind, by_key[key].value)
+        if budget < 0 and kept:
+            break
+        kept.add(key)
+    shown = [item for item in selection.items if item.key in kept]
+    dropped = [item.value for item in selection.items if item.key not in kept]
+    hidden_open = selection.hidden_open + sum(map(kind.is_open, dropped))
+    hidden_closed = selection.hidden_closed + len(dropped) - sum(map(kind.is_open, dropped))
+    lines = [render_documents(kind, [item.value for item in shown])]
+    if kind.status_field and (hidden_open or hidden_closed):
+        lines.append(NOT_SHOWN_OPEN_AND_CLOSED.format(open=hidden_open, closed=hidden_closed))
+    elif hidden_open + hidden_closed:
+        lines.append(NOT_SHOWN.format(count=hidden_open + hidden_closed))
+    return "\n".join(line for line in lines if line)
 
 
 def render_todo(todo: Mapping[str, Any]) -> str:
@@ -56,3 +113,35 @@ def render_todos(items: Iterable[Item], hidden_open: int = 0, hidden_closed: int
             "Items the user names are always shown.)"
         )
     return "\n".join(lines)
+
+
+def joined(names: Sequence[str]) -> str:
+    """Names in a sentence: "a", "a and b", "a, b and c"."""
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+
+
+def _kept(kinds: Sequence[MemoryKind]) -> list[MemoryKind]:
+    """The memories a companion keeps track of: the collections (the tutorial's ToDo list), else every kind."""
+    return [kind for kind in kinds if kind.collection] or list(kinds)
+
+
+def kept_memories(kinds: Sequence[MemoryKind]) -> str:
+    """What the chat prompt says the assistant helps the user keep track of: "ToDo list" for the tutorial's kinds."""
+    return joined([kind.title for kind in _kept(kinds)])
+
+
+def eager_memories(kinds: Sequence[MemoryKind]) -> str:
+    """What the chat prompt says to err on the side of updating: "the todo list" for the tutorial's kinds."""
+    return joined([f"the {kind.title.lower()}" for kind in _kept(kinds)])
+
+
+def tell_user_rules(kinds: Sequence[MemoryKind]) -> str:
+    """The chat prompt's rule on telling the user about updates: one line per kind (`MemoryKind.tell_user_rule`)."""
+    return "\n".join(kind.tell_user_rule for kind in kinds)
+
+
+def memory_section(kind: MemoryKind, content: str) -> str:
+    """One kind's section of the chat prompt: its memories as facts about the user, or a guidance kind's text as
+    something to follow."""
+    section = GUIDANCE_SECTION if kind.guidance else MEMORY_SECTION
+    return section.format(memory=kind.title, name=kind.name, content=content)

@@ -1,9 +1,11 @@
-"""Which ToDo items a turn sees: all of a short list, or past a limit the ones relevant to the turn.
+"""Which documents of a collection (the ToDo list, or any collection kind) a turn sees: all of a short list, or
+past a limit the ones relevant to the turn.
 
-Relevance, in order: items the user names (word and CJK-bigram overlap, rarer words weigh more), items
-found by the store's semantic index when one is configured, the most recently changed items ("it's
-done"), the soonest deadlines, then the most recent open items. Everything else is only counted, so a
-turn's prompt stays the same size however long the list grows.
+Relevance, in order: items the user names (word and CJK-bigram overlap with the kind's text fields, rarer
+words weigh more), items found by the store's semantic index when one is configured, the most recently
+changed items ("it's done"), the soonest deadlines (of a kind with a `deadline_field`), then the most recent
+open items (every item of a kind without a `status_field` is open). Everything else is only counted, open
+and closed apart, so a turn's prompt stays the same size however long the list grows.
 
 Each item is parsed and split into terms once, and kept with an index from term to items and the recency
 and deadline orders while it is unchanged (`PreparedList`, kept per list by `ListCache`). A turn updates
@@ -29,27 +31,29 @@ from typing import Any
 from langchain_core.messages import AnyMessage, HumanMessage
 from langgraph.store.base import BaseStore, Item
 
-from graph.memory.kinds import TODO
+from graph.memory.index_outage import search_by_meaning
+from graph.memory.kinds import TODO, MemoryKind
 from graph.memory.store import namespace
 
-OPEN_STATUSES = ("not started", "in progress")
 RECENT_SHARE = 6
 # Terms of the user's recent messages that a turn looks for (the latest message's first).
 MAX_TERMS = 24
 _WORD = re.compile(r"[^\W\d_]{3,}|\d+", re.UNICODE)
 _CJK_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
-LISTS_KEPT = 16
+LISTS_KEPT = 32
 # A term shared by more items than this is common: only its most recently changed items become candidates.
 COMMON = 256
 
 
 @dataclass(frozen=True)
-class TodoSelection:
-    """The items a prompt shows (oldest first) and how many open and closed items it leaves out."""
+class Selection:
+    """The items of a collection a prompt shows (oldest first), how many open and closed items it leaves out, and
+    the shown items' keys, the most relevant first (`relevance`)."""
 
     items: list[Item]
     hidden_open: int = 0
     hidden_closed: int = 0
+    relevance: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -92,8 +96,10 @@ class Ranked:
 
 @dataclass(frozen=True)
 class Candidates:
-    """The items that a selection of up to `Quotas.limit` items can pick, and the counts of the whole list."""
+    """The items of a `kind` that a selection of up to `Quotas.limit` items can pick, and the counts of the whole
+    list."""
 
+    kind: MemoryKind
     ranked: list[Ranked]
     total: int
     open_total: int
@@ -128,14 +134,22 @@ def query_terms(query: str) -> list[str]:
     return list(chosen)[:MAX_TERMS]
 
 
-def searchable_text(value: dict) -> str:
-    """The text of a ToDo that names it: its task and its solutions."""
-    return " ".join([str(value.get("task", "")), *map(str, value.get("solutions") or [])])
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return [value] if isinstance(value, str) else []
+
+
+def searchable_text(kind: MemoryKind, value: dict) -> str:
+    """The words of a document that name it: the strings of the kind's text fields (a ToDo's task and solutions)."""
+    return " ".join(text for field in kind.text_fields for text in _strings(value.get(field)))
 
 
 @dataclass(frozen=True)
 class Entry:
-    """A ToDo prepared for ranking: the item, its search terms, whether it is open, and its deadline."""
+    """A document prepared for ranking: the item, its search terms, whether it is open, and its deadline."""
 
     item: Item
     terms: frozenset[str]
@@ -144,19 +158,21 @@ class Entry:
     recency: tuple  # sorts the most recently changed first, ties by key
 
 
-def entry(item: Item) -> Entry:
-    """Prepare one item for ranking (the costly part: splitting its text into terms)."""
+def entry(item: Item, kind: MemoryKind = TODO) -> Entry:
+    """Prepare one item of `kind` for ranking (the costly part: splitting its text into terms)."""
     recency = (-item.updated_at.timestamp(), -item.created_at.timestamp(), item.key)
-    terms_ = text_terms(searchable_text(item.value))
-    return Entry(item, terms_, item.value.get("status") in OPEN_STATUSES, deadline_of(item.value), recency)
+    terms_ = text_terms(searchable_text(kind, item.value))
+    deadline = deadline_of(item.value, kind.deadline_field) if kind.deadline_field else None
+    return Entry(item, terms_, kind.is_open(item.value), deadline, recency)
 
 
-def deadline_of(todo: dict) -> datetime | None:
-    """A ToDo's deadline as an aware datetime (one without a zone is taken as UTC); None when it has none."""
-    if not todo.get("deadline"):
+def deadline_of(document: dict, field: str = "deadline") -> datetime | None:
+    """A document's deadline (a ToDo's, by default) as an aware datetime (one without a zone is taken as UTC); None
+    when it has none."""
+    if not document.get(field):
         return None
     try:
-        parsed = datetime.fromisoformat(str(todo["deadline"]))
+        parsed = datetime.fromisoformat(str(document[field]))
     except ValueError:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
@@ -171,13 +187,15 @@ def _soonest(e: Entry) -> tuple:
 
 
 class PreparedList:
-    """A list's entries with what ranking needs: an index from term to keys, and the recency and deadline orders.
+    """A list's entries (documents of `kind`) with what ranking needs: an index from term to keys, and the recency
+    and deadline orders.
 
     `changed` updates it in place for the rows that changed (cost proportional to the change, not the list). An
     index entry lists its keys in the order they changed, the most recent last.
     """
 
-    def __init__(self, entries: Sequence[Entry] = ()) -> None:
+    def __init__(self, kind: MemoryKind, entries: Sequence[Entry] = ()) -> None:
+        self.kind = kind
         self.entries: dict[str, Entry] = {}
         self.index: dict[str, dict[str, None]] = {}
         self.by_recency: list[Entry] = []
@@ -253,12 +271,18 @@ class ListCache:
                 self._lists.popitem(last=False)
 
     def prepare(
-        self, store: BaseStore, list_id: tuple, versions: dict[str, Any], prepare_items: Callable[[list[str]], list[Entry]]
+        self,
+        store: BaseStore,
+        kind: MemoryKind,
+        list_id: tuple,
+        versions: dict[str, Any],
+        prepare_items: Callable[[list[str]], list[Entry]],
     ) -> PreparedList:
-        """The prepared list whose items have `versions`; `prepare_items(keys)` prepares new or changed items."""
+        """The prepared list of `kind` whose items have `versions`; `prepare_items(keys)` prepares new or changed
+        items."""
         old_versions, prepared = self.take(store, list_id) or ({}, None)
-        if prepared is None:
-            prepared = PreparedList(prepare_items(list(versions)))
+        if prepared is None or prepared.kind is not kind:
+            prepared = PreparedList(kind, prepare_items(list(versions)))
         elif versions != old_versions:
             changed = [key for key, version in versions.items() if old_versions.get(key) != version]
             prepared.changed(prepare_items(changed), [key for key in old_versions if key not in versions])
@@ -269,13 +293,14 @@ class ListCache:
 LISTS = ListCache()
 
 
-def list_entries(store: BaseStore, items: Sequence[Item]) -> PreparedList:
-    """The prepared list of items a store returned whole (any store): unchanged items are not split again."""
+def list_entries(store: BaseStore, kind: MemoryKind, items: Sequence[Item]) -> PreparedList:
+    """The prepared list of a kind's items a store returned whole (any store): unchanged items are not split again."""
     if not items:
-        return PreparedList()
+        return PreparedList(kind)
     by_key = {item.key: item for item in items}
     versions = {i.key: (i.created_at, i.updated_at, i.value) for i in items}
-    return LISTS.prepare(store, tuple(items[0].namespace), versions, lambda keys: [entry(by_key[k]) for k in keys])
+    list_id = tuple(items[0].namespace)
+    return LISTS.prepare(store, kind, list_id, versions, lambda keys: [entry(by_key[k], kind) for k in keys])
 
 
 def named_keys(prepared: PreparedList, wanted: Sequence[str], count: int) -> list[str]:
@@ -316,14 +341,15 @@ def rank_entries(prepared: PreparedList, wanted: Sequence[str], quotas: Quotas) 
         Ranked(e.item, *(rank[ordering].get(key) for ordering in ("named", "recent", "deadline", "open")))
         for key, e in picked.items()
     ]
-    return Candidates(ranked, total, prepared.open_total)
+    return Candidates(prepared.kind, ranked, total, prepared.open_total)
 
 
-def choose(candidates: Candidates, limit: int, semantic_hits: Sequence[Item] = ()) -> TodoSelection:
+def choose(candidates: Candidates, limit: int, semantic_hits: Sequence[Item] = ()) -> Selection:
     """Pick up to `limit` items by relevance from the candidates; count the rest."""
     ranked = candidates.ranked
     if candidates.total <= limit:
-        return TodoSelection(_oldest_first(r.item for r in ranked))
+        recent_first = sorted((r.item for r in ranked), key=lambda item: (item.updated_at, item.created_at), reverse=True)
+        return Selection(_oldest_first(recent_first), relevance=tuple(item.key for item in recent_first))
     quotas = Quotas(limit)
 
     def by(ordering: str, quota: float) -> list[Item]:
@@ -343,17 +369,18 @@ def choose(candidates: Candidates, limit: int, semantic_hits: Sequence[Item] = (
             break
         chosen.setdefault(item.key, item)
     shown = _oldest_first(chosen.values())
-    hidden_open = candidates.open_total - sum(1 for item in shown if item.value.get("status") in OPEN_STATUSES)
-    return TodoSelection(shown, hidden_open, candidates.total - len(shown) - hidden_open)
+    hidden_open = candidates.open_total - sum(1 for item in shown if candidates.kind.is_open(item.value))
+    return Selection(shown, hidden_open, candidates.total - len(shown) - hidden_open, tuple(chosen))
 
 
 def _oldest_first(items) -> list[Item]:
     return sorted(items, key=lambda item: (item.created_at, item.key))
 
 
-def semantic_hits(store: BaseStore, user_id: str, query: str, limit: int) -> list[Item]:
-    """Items the store's semantic index finds for the query (none without an index)."""
-    if not (query and limit and getattr(store, "index_config", None)):
+def semantic_hits(store: BaseStore, user_id: str, query: str, limit: int, kind: MemoryKind = TODO) -> list[Item]:
+    """Items of `kind` (the ToDos by default) the store's semantic index finds for the query (none without an index,
+    for a kind with no indexed fields, or while the index fails)."""
+    if not (query and limit and kind.indexed_fields and getattr(store, "index_config", None)):
         return []
-    return list(store.search(namespace(TODO, user_id), query=query, limit=limit))
+    return search_by_meaning(store, namespace(kind, user_id), query, limit)
 

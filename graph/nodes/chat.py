@@ -5,7 +5,7 @@ import itertools
 from collections.abc import Sequence
 from typing import Annotated, Literal
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
@@ -16,33 +16,40 @@ from graph.backends.model import ChatModelFactory, model_errors
 from graph.configuration import Configuration, RunSettings
 from graph.memory.context import TurnMemories, start_turn, turn_memories
 from graph.memory.kinds import TODO, MemoryKind
-from graph.memory.rendering import render_documents, render_todos
-from graph.nodes.update import must_tell_user, routed_here
+from graph.memory.notes import change_notes
+from graph.memory.rendering import (
+    eager_memories,
+    kept_memories,
+    memory_section,
+    render_collection,
+    render_documents,
+    render_todos,
+    tell_user_rules,
+)
+from graph.nodes.update import must_tell_user, routed_here, send_outcome
 from graph.state import State
+from graph.thread.model_message import Refusal, normalise_reply
+from graph.thread.reply_last import reply_last
 from graph.thread.summary import fold_into_summary, with_summary
 from graph.thread.tokens import bound_messages, is_blank, truncation_notice
 from graph.thread.tool_calls import (
     chat_history,
-    interrupted_turn,
-    last_ai_message,
-    last_human_message,
-    memory_rounds_in_turn,
-    pending_update_calls,
-    reject_invalid_calls,
     repair_tool_answers,
-    split_turns,
+    sendable_calls,
     turn_answered,
     without_tool_calls,
 )
+from graph.thread.view import ThreadView
 from prompts import (
     EMPTY_MESSAGE_REPLY,
+    EMPTY_REPLY_FALLBACK,
     LANGUAGE_RULE,
     MEMORY_LIST_ITEM,
-    MEMORY_SECTION,
     MODEL_SYSTEM_MESSAGE,
     REPLY_AFTER_UPDATES_RULE,
     REPLY_FIRST_RULE,
     ROUTING_RULE,
+    SAVED_REPLY_FALLBACK,
     UPDATE_MEMORY_DOC,
     UPDATE_TYPE_DOC,
 )
@@ -65,11 +72,14 @@ def update_memory_tool(kinds: tuple[MemoryKind, ...]) -> dict:
 
 
 def memory_content(kind: MemoryKind, memories: TurnMemories) -> str:
-    """One kind's memories as the chat prompt shows them: the ToDos chosen for the turn, else every document."""
+    """One kind's memories as the chat prompt shows them: a collection's documents chosen for the turn (the ToDos
+    in their own lines), else the documents."""
+    if not kind.collection:
+        return render_documents(kind, memories.documents[kind.name])
+    shown = memories.prompt[kind.name]
     if kind.name == TODO.name:
-        todos = memories.prompt_todos
-        return render_todos(todos.items, todos.hidden_open, todos.hidden_closed)
-    return render_documents(kind, memories.documents[kind.name])
+        return render_todos(shown.items, shown.hidden_open, shown.hidden_closed)
+    return render_collection(kind, shown)
 
 
 def chat_system_message(
@@ -84,14 +94,14 @@ def chat_system_message(
             MEMORY_LIST_ITEM.format(number=number, memory=kind.title, description=kind.description)
             for number, kind in enumerate(kinds, 1)
         ),
-        memory_sections="\n\n".join(
-            MEMORY_SECTION.format(memory=kind.title, name=kind.name, content=memory_content(kind, memories))
-            for kind in kinds
-        ),
+        kept=kept_memories(kinds),
+        memory_sections="\n\n".join(memory_section(kind, memory_content(kind, memories)) for kind in kinds),
         routing_rules="\n".join(
             ROUTING_RULE.format(description=kind.description, memory=kind.title, update_type=kind.update_type)
             for kind in kinds
         ),
+        tell_user_rules=tell_user_rules(kinds),
+        eager=eager_memories(kinds),
         reply_rule=REPLY_FIRST_RULE if settings.reply_timing == "first" else REPLY_AFTER_UPDATES_RULE,
         language_rule=LANGUAGE_RULE,
     )
@@ -110,7 +120,8 @@ def task_maistro(
 
     With `reply_timing="first"` (the default) the model replies in the same message as its UpdateMemory calls,
     so the reply streams while the update nodes run; when they are done this node makes no second model call
-    if that reply stands (`reply_stands`), and the graph ends. It calls the model again when the reply had no
+    if that reply stands (`reply_stands`): it moves the reply after the calls' answers (`reply_last`), so the
+    turn ends with it, and the graph ends. It calls the model again when the reply had no
     text, or an answer reports something the user must hear (a failed update, a secret not saved, a ToDo
     update that changed nothing). With
     "after_updates" (the tutorial's) the reply always comes from a model call after the updates.
@@ -123,55 +134,89 @@ def task_maistro(
     budgets, older messages are folded into the summary. The memories are read once per turn
     (`graph.memory.context`); past turns reach the prompt without their tool-call bookkeeping. An empty
     message gets a reply without a model call; an overlong one is cut in the prompt (the thread keeps it)
-    and the reply says so.
+    and the reply says so; a run that brings no message ends without one.
+
+    Each model reply enters the thread through one boundary (`graph.thread.model_message`): calls written as
+    text, malformed arguments, near-miss routing values and missing or repeated ids are mended there, and a
+    call that cannot run is refused once, with an answer for the model and a note for the user; the reply
+    after a refusal comes without tools. An empty reply is replaced by one saying what the turn saved.
     """
     original = state["messages"]
-    if interrupted_turn(original):
-        routing_id = last_ai_message(original).id
+    view = ThreadView.of(original)
+    if view.interrupted:
+        routing_id = view.latest_ai.id
         resumed_id, attempts = state.get("resumed_calls") or ("", 0)
         attempts = attempts + 1 if resumed_id == routing_id else 1
         if attempts <= MAX_RESUME_ATTEMPTS:
-            return {"resumed_calls": [routing_id, attempts]}
+            resume: dict = {"resumed_calls": [routing_id, attempts]}
+            mended = sendable_calls(original)  # calls an earlier version stored without ids get theirs first
+            if any(kept is not same for kept, same in zip(mended, original, strict=True)):
+                resume["messages"] = thread_update(original, mended)
+            return resume
+    if view.idle:
+        return {"messages": [AIMessage(content=EMPTY_MESSAGE_REPLY)]} if not original else {}
     run = RunSettings.of(config, runtime)
     settings = run.settings
     thread = repair_tool_answers(original) or list(original)
     summary = state.get("summary", "")
-    turn_starts = isinstance(thread[-1], HumanMessage)
+    turn_starts = view.starts_turn
     if turn_starts and is_blank(thread[-1]):
         reply = AIMessage(content=EMPTY_MESSAGE_REPLY)
         return {"messages": [*thread_update(original, thread), reply], "summary": summary}
     if not turn_starts and settings.reply_timing == "first" and reply_stands(thread):
-        return {"messages": thread_update(original, thread)}
+        return {"messages": thread_update(original, reply_last(thread))}
     model = chat_model(settings)
     if turn_starts:
         thread, summary = fold_into_summary(thread, summary, model, settings)
         memories = start_turn(runtime.store, settings, thread, run.thread_id, kinds)
     else:
         memories = turn_memories(runtime.store, settings, thread, run.thread_id, kinds)
+    view = ThreadView.of(thread)
     system = chat_system_message(memories, settings, summary, kinds)
-    update_types = [kind.update_type for kind in kinds]
     visible_thread = bound_messages(chat_history(thread))
     new_messages: list[AnyMessage] = []
+    may_route = view.rounds < settings.max_memory_rounds and state["remaining_steps"] > STEPS_PER_ROUND + 1
     while True:
-        rounds = memory_rounds_in_turn(thread + new_messages)
-        may_route = (
-            rounds < settings.max_memory_rounds and state["remaining_steps"] > STEPS_PER_ROUND + 1
-        )
         prompt = [system, *visible_thread, *new_messages]
         with model_errors():
-            if not may_route:
-                new_messages.append(without_tool_calls(model.invoke(prompt)))
-                break
-            response = model.bind_tools([update_memory_tool(kinds)]).invoke(prompt)
-        rejected = reject_invalid_calls(response, update_types)
-        routed_here(response)
-        new_messages += [response, *rejected]
-        if not rejected or pending_update_calls(thread + new_messages):
+            response = (model.bind_tools([update_memory_tool(kinds)]) if may_route else model).invoke(prompt)
+        taken = ThreadView.of([*thread, *new_messages]).taken_ids
+        normalised = normalise_reply(response, kinds, taken)
+        if not may_route:
+            new_messages.append(without_tool_calls(normalised.message))
             break
+        routed_here(normalised.message)
+        new_messages += [normalised.message, *(refusal.answer for refusal in normalised.refusals)]
+        tell_refusals(normalised.refusals)
+        refused = {refusal.answer.tool_call_id for refusal in normalised.refusals}
+        if not refused or any(call["id"] not in refused for call in normalised.message.tool_calls):
+            break
+        may_route = False  # refused once: the reply that follows tells the user, with no tool to refuse again
+    new_messages = with_fallback_reply(view, new_messages, kinds)
     return {
-        "messages": [*thread_update(original, thread), *with_truncation_notice(thread, new_messages)],
+        "messages": [*thread_update(original, thread), *with_truncation_notice(view, new_messages)],
         "summary": summary,
     }
+
+
+def tell_refusals(refusals: Sequence[Refusal]) -> None:
+    """Send each refused call's note to the user as a failed `memory_update` event with no kind (the CLI prints it)."""
+    for refusal in refusals:
+        send_outcome(None, refusal.answer.tool_call_id, [refusal.note], failed=True)
+
+
+def with_fallback_reply(view: ThreadView, new_messages: list[AnyMessage], kinds: Sequence[MemoryKind]) -> list[AnyMessage]:
+    """The new messages, a final reply the model left empty (no text, no call) filled in: with what the turn
+    saved when it saved something (`view` is the thread before the new messages), else a plain sentence."""
+    final = new_messages[-1] if new_messages else None
+    if not isinstance(final, AIMessage) or final.tool_calls or final.text.strip():
+        return new_messages
+    turn = [*(view.turns[-1] if view.turns else []), *new_messages]
+    notes = [
+        note for message in turn if isinstance(message, ToolMessage) for note in change_notes(message.artifact, kinds)
+    ]
+    text = SAVED_REPLY_FALLBACK.format(notes="; ".join(notes)) if notes else EMPTY_REPLY_FALLBACK
+    return [*new_messages[:-1], final.model_copy(update={"content": text})]
 
 
 def reply_stands(thread: Sequence[AnyMessage]) -> bool:
@@ -181,11 +226,11 @@ def reply_stands(thread: Sequence[AnyMessage]) -> bool:
     return turn_answered(thread) and not any(must_tell_user(answer) for answer in answers)
 
 
-def with_truncation_notice(thread: list[AnyMessage], new_messages: list[AnyMessage]) -> list[AnyMessage]:
-    """The new messages, the turn's first words to the user prefixed with a note when the user's latest message was cut."""
-    latest_user = last_human_message(thread)
-    notice = truncation_notice(latest_user) if latest_user is not None else ""
-    turn = [*next(reversed(split_turns(thread)), []), *new_messages]
+def with_truncation_notice(view: ThreadView, new_messages: list[AnyMessage]) -> list[AnyMessage]:
+    """The new messages, the turn's first words to the user prefixed with a note when the user's latest message
+    was cut (`view` is the thread before the new messages)."""
+    notice = truncation_notice(view.latest_user) if view.latest_user is not None else ""
+    turn = [*(view.turns[-1] if view.turns else []), *new_messages]
     spoken = next((m for m in turn if isinstance(m, AIMessage) and isinstance(m.content, str) and m.content.strip()), None)
     if not notice or not any(spoken is message for message in new_messages):
         return new_messages

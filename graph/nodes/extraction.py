@@ -6,8 +6,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AnyMessage, SystemMessage, merge_message_runs
+from langchain_core.messages import AIMessage, AnyMessage, SystemMessage, merge_message_runs
+from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import merge_configs
 from langgraph.errors import GraphRecursionError
@@ -16,10 +18,11 @@ from trustcall import create_extractor
 
 from graph.backends.model import EndpointCircuit, model_errors, quiet
 from graph.durability import durability_config
-from graph.memory.changes import MemoryChange
+from graph.memory.changes import MemoryChange, same_document
 from graph.thread.summary import with_summary
 from graph.thread.tokens import bound_message
 from graph.thread.tool_calls import last_ai_message, transcript
+from prompts import DROPPED_PATCH_PROBLEM, GAVE_UP_PROBLEM, INVALID_PROBLEM, MALFORMED_PROBLEM, TEXT_ANSWER_PROBLEM
 
 # trustcall retries unusable model output in a loop; this bounds it (a normal extraction takes < 12 steps).
 EXTRACTION_STEP_LIMIT = 16
@@ -27,6 +30,14 @@ EXTRACTOR_CACHE_SIZE = 32
 KEY_NAMESPACE = uuid.UUID("5b1d3c52-8f43-4a53-9f5e-0c6f1d1f6a10")
 _extractors: OrderedDict[tuple[int, str], tuple[BaseChatModel, Runnable]] = OrderedDict()
 _extractors_lock = threading.Lock()
+
+
+class UnusableOutputError(Exception):
+    """The model's output for a memory update could not be used as asked; `problem` says why, in a few words."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
 
 
 def cached_extractor(model: BaseChatModel, schema: type[BaseModel], **options: bool) -> Runnable:
@@ -61,17 +72,37 @@ def extraction_messages(instruction: str, messages: Sequence[AnyMessage], summar
     return list(merge_message_runs([SystemMessage(content=system), *conversation(messages)]))
 
 
-def run_extractor(extractor: Runnable, inputs: dict, config: RunnableConfig) -> dict | None:
-    """Run a trustcall extractor with bounded retries; None when the model never produced usable output.
+class FirstAnswer(BaseCallbackHandler):
+    """Keeps the model's first answer in an extraction: the one its forced `tool_choice` asked for.
+
+    trustcall reports what it could use, not what the model sent; this tells a model that answered in text
+    (Ollama and other servers ignore `tool_choice`) from one that asked for no change.
+    """
+
+    def __init__(self) -> None:
+        self.message: AIMessage | None = None
+        self._lock = threading.Lock()
+
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        """Keep the message of the extraction's first model answer."""
+        generation = response.generations[0][0] if response.generations and response.generations[0] else None
+        with self._lock:
+            if self.message is None and isinstance(generation, ChatGeneration):
+                self.message = generation.message
+
+
+def run_extractor(extractor: Runnable, inputs: dict, config: RunnableConfig) -> tuple[dict | None, AIMessage | None]:
+    """Run a trustcall extractor with bounded retries: its result (None when the model never produced usable
+    output) and the model's first answer.
 
     Raises `ModelUnavailableError` when the endpoint was down, overloaded or too slow.
     """
-    circuit = EndpointCircuit()
+    circuit, first = EndpointCircuit(), FirstAnswer()
     # trustcall's graph has no checkpointer: the agent's "sync" durability, which subgraphs inherit, fails on
     # such a graph (and means nothing there), so its runs go back to LangGraph's default.
     run_config = merge_configs(
         config,
-        {"recursion_limit": EXTRACTION_STEP_LIMIT, "callbacks": [circuit]},
+        {"recursion_limit": EXTRACTION_STEP_LIMIT, "callbacks": [circuit, first]},
         durability_config("async"),
     )
     with model_errors():
@@ -81,7 +112,31 @@ def run_extractor(extractor: Runnable, inputs: dict, config: RunnableConfig) -> 
             result = None
         if circuit.failure is not None:
             raise circuit.failure
-    return result
+    return result, first.message
+
+
+def _asks_for_change(call: dict) -> bool:
+    """Whether a call of the model's first answer asks for a change: anything but a PatchDoc without patches."""
+    return call["name"] != "PatchDoc" or bool(call["args"].get("patches"))
+
+
+def shortfall(result: Mapping[str, Any] | None, first: AIMessage | None) -> str | None:
+    """Why an extraction saved less than the model was asked, or None when it did not: trustcall gave up; the
+    model answered in text (under a forced `tool_choice` a text answer is not "nothing to change"; a PatchDoc
+    without patches is); a call was malformed; a call never validated; or a patch was dropped (its document
+    unknown, or the patch inapplicable)."""
+    if result is None or first is None:
+        return GAVE_UP_PROBLEM
+    if first.invalid_tool_calls:
+        return MALFORMED_PROBLEM
+    if not first.tool_calls:
+        return TEXT_ANSWER_PROBLEM
+    if len(result["responses"]) < sum(len(message.tool_calls) for message in result["messages"]):
+        return INVALID_PROBLEM
+    kept = {call["id"] for message in result["messages"] for call in message.tool_calls}
+    if any(call["id"] not in kept for call in first.tool_calls if _asks_for_change(call)):
+        return DROPPED_PATCH_PROBLEM
+    return None
 
 
 def routing_seed(messages: Sequence[AnyMessage], call_id: str) -> str:
@@ -98,22 +153,32 @@ def new_document_key(messages: Sequence[AnyMessage], call_id: str, index: int) -
 def changes_from_extraction(
     result: Mapping[str, Any], existing: Mapping[str, dict[str, Any]], new_key: Callable[[int], str]
 ) -> list[MemoryChange]:
-    """Turn trustcall's responses into changes: RemoveDoc deletes, patched ids update, the rest create."""
+    """Turn trustcall's responses into changes: RemoveDoc deletes, patched ids update, the rest create.
+
+    Nothing doubles: a new document with the same content as an existing one or another new one
+    (`same_document`) is left out, and a change the same as an earlier one (a call repeated) is made once.
+    """
     changes: list[MemoryChange] = []
-    created = 0
+    created: list[dict[str, Any]] = []
     for response, meta in zip(result["responses"], result["response_metadata"]):
         if type(response).__name__ == "RemoveDoc":
             key = response.json_doc_id
-            if key in existing:
-                changes.append(MemoryChange("deleted", key, existing[key], None))
-            continue
-        document = response.model_dump(mode="json")
-        key = meta.get("json_doc_id")
-        if key is None:
-            changes.append(MemoryChange("created", new_key(created), None, document))
-            created += 1
-        elif key in existing and existing[key] != document:
-            changes.append(MemoryChange("updated", key, existing[key], document))
+            if key not in existing:
+                continue
+            change = MemoryChange("deleted", key, existing[key], None)
+        elif (key := meta.get("json_doc_id")) is None:
+            document = response.model_dump(mode="json")
+            if any(same_document(document, other) for other in [*existing.values(), *created]):
+                continue
+            change = MemoryChange("created", new_key(len(created)), None, document)
+            created.append(document)
+        else:
+            document = response.model_dump(mode="json")
+            if key not in existing or existing[key] == document:
+                continue
+            change = MemoryChange("updated", key, existing[key], document)
+        if change not in changes:
+            changes.append(change)
     return changes
 
 
@@ -125,12 +190,14 @@ def extract_changes(
     new_key: Callable[[int], str],
     config: RunnableConfig,
     **options: bool,
-) -> list[MemoryChange] | None:
-    """Let trustcall patch, insert or (with `options`) delete documents of `schema`; None when extraction failed
-    (trustcall ran out of attempts, or some of the model's calls never validated)."""
+) -> list[MemoryChange]:
+    """Let trustcall patch, insert or (with `options`) delete documents of `schema`.
+
+    Raises `UnusableOutputError` when the extraction would save less than the model was asked (`shortfall`).
+    """
     extractor = cached_extractor(model, schema, **options)
     documents = [(key, schema.__name__, value) for key, value in existing.items()] or None
-    result = run_extractor(extractor, {"messages": prompt, "existing": documents}, config)
-    if result is None or len(result["responses"]) < sum(len(message.tool_calls) for message in result["messages"]):
-        return None  # trustcall gave up, or dropped calls that never validated: not "nothing to change"
+    result, first = run_extractor(extractor, {"messages": prompt, "existing": documents}, config)
+    if problem := shortfall(result, first):
+        raise UnusableOutputError(problem)
     return changes_from_extraction(result, existing, new_key)

@@ -1,9 +1,13 @@
 """The recipe every update node follows: propose changes, commit them with their history, answer the calls.
 
 A memory kind's node supplies two functions (`graph.nodes.update_kinds` picks them for each kind): `propose`
-(the changes the memory needs, from the conversation; None when the model's output was unusable) and `report`
-(what to tell the chat model about the outcome). Everything else is the same for every kind: the pending
-`UpdateMemory` calls of its update type it answers, secret redaction, one batch for the changes and their history, and the tool answers.
+(the changes the memory needs, from the conversation; it raises `UnusableOutputError` when the model's output
+cannot be used as asked) and `report` (what to tell the chat model about the changes saved). Everything else
+is the same for every kind: the pending `UpdateMemory` calls of its update type it answers, secret
+redaction, one batch for the changes and their history, and the tool answers.
+
+An update that saves less than it was asked is a failed update: its answer has status "error" and says why,
+its `memory_update` event is `failed`, and the chat node's follow-up reply tells the user (`must_tell_user`).
 
 Each update happens once and overwrites nobody (`graph.memory.changes`). A replayed update (the process
 died after its commit, before the checkpoint recorded it) finds its changes in the history under its
@@ -34,11 +38,11 @@ from graph.memory.conditions import ConflictError
 from graph.memory.kinds import MemoryKind
 from graph.memory.notes import change_notes
 from graph.memory.redaction import redact_text
-from graph.nodes.extraction import extraction_messages, new_document_key, routing_seed
+from graph.nodes.extraction import UnusableOutputError, extraction_messages, new_document_key, routing_seed
 from graph.state import State
 from graph.thread.tokens import bound_message
 from graph.thread.tool_calls import last_ai_message, pending_update_calls, through_latest_calls
-from prompts import SECRETS_NOT_SAVED, SEE_ABOVE, UPDATE_CONFLICT
+from prompts import EXTRACTION_FAILED, SECRETS_NOT_SAVED, SEE_ABOVE, UPDATE_CONFLICT
 
 # The key of the custom stream event each update node sends with its outcome.
 MEMORY_UPDATE_EVENT = "memory_update"
@@ -118,8 +122,8 @@ class UpdateRequest:
         return extraction_messages(instruction, self.messages, self.state.get("summary", ""))
 
 
-Propose = Callable[[UpdateRequest], list[MemoryChange] | None]
-Report = Callable[[UpdateRequest, list[MemoryChange] | None, list[MemoryChange]], str]
+Propose = Callable[[UpdateRequest], list[MemoryChange]]
+Report = Callable[[UpdateRequest, list[MemoryChange]], str]
 
 
 def change_context(request: UpdateRequest) -> ChangeContext:
@@ -154,8 +158,8 @@ def answer_update_calls(
     """The node's state update: the report answers the first call (with the changes as artifact; status "error"
     when the update `failed`), the rest point to it.
 
-    Runs streamed with `stream_mode="custom"` get the outcome at once, as `{MEMORY_UPDATE_EVENT: {"kind",
-    "tool_call_id", "notes", "failed"}}` with the notes people read (e.g. "ToDo added: Book swim lessons").
+    Runs streamed with `stream_mode="custom"` get the outcome at once (`send_outcome`), with the notes people
+    read (e.g. "ToDo added: Book swim lessons").
     """
     if secrets:
         report += SECRETS_NOT_SAVED.format(secrets=", ".join(sorted(secrets)))
@@ -169,22 +173,20 @@ def answer_update_calls(
         "tell_user": tell_user,
     }
     status = "error" if failed else "success"
-    get_stream_writer()(
-        {
-            MEMORY_UPDATE_EVENT: {
-                "kind": kind.name,
-                "tool_call_id": calls[0]["id"],
-                "notes": change_notes(artifact, [kind]),
-                "failed": failed,
-            }
-        }
-    )
+    send_outcome(kind.name, calls[0]["id"], change_notes(artifact, [kind]), failed=failed)
     return {
         "messages": [
             ToolMessage(content=report, tool_call_id=calls[0]["id"], artifact=artifact, status=status),
             *(ToolMessage(content=SEE_ABOVE, tool_call_id=call["id"]) for call in calls[1:]),
         ]
     }
+
+
+def send_outcome(kind: str | None, tool_call_id: str, notes: list[str], *, failed: bool) -> None:
+    """Send a call's outcome to runs streamed with `stream_mode="custom"`: `{MEMORY_UPDATE_EVENT: {"kind",
+    "tool_call_id", "notes", "failed"}}` (`kind` is None for a call that named no memory kind)."""
+    event = {"kind": kind, "tool_call_id": tool_call_id, "notes": notes, "failed": failed}
+    get_stream_writer()({MEMORY_UPDATE_EVENT: event})
 
 
 def update_memory(
@@ -212,14 +214,17 @@ def update_memory(
     for attempt in range(1 + CONFLICT_RETRIES):
         replay = attempt > 0 or request.may_be_replay
         if replay and (committed := committed_changes(store, request.user_id, kind, context.seed)):
-            return answer_update_calls(calls, report(request, committed, committed), kind, committed, set())
-        proposed = propose(replace(request, fresh=attempt > 0))
+            return answer_update_calls(calls, report(request, committed), kind, committed, set())
         try:
-            saved, secrets = commit_changes(store, request.user_id, kind, proposed or [], context)
+            proposed = propose(replace(request, fresh=attempt > 0))
+        except UnusableOutputError as error:
+            failure = EXTRACTION_FAILED.format(memory=kind.title, problem=error.problem)
+            return answer_update_calls(calls, failure, kind, [], set(), failed=True)
+        try:
+            saved, secrets = commit_changes(store, request.user_id, kind, proposed, context)
         except ConflictError:
             continue
-        failed = proposed is None
-        return answer_update_calls(calls, report(request, proposed, saved), kind, saved, secrets, failed=failed)
+        return answer_update_calls(calls, report(request, saved), kind, saved, secrets)
     return answer_update_calls(calls, UPDATE_CONFLICT.format(memory=kind.label), kind, [], set(), failed=True)
 
 

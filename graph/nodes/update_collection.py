@@ -1,23 +1,24 @@
 """The update of a collection kind (contacts, a journal): trustcall inserts, patches and deletes its documents."""
 
 from graph.memory.changes import MemoryChange
-from graph.memory.context import with_turn_changes
+from graph.memory.context import documents_to_update
 from graph.memory.rendering import capitalized
-from graph.memory.store import namespace, search_all
 from graph.nodes.extraction import extract_changes
 from graph.nodes.update import UpdateRequest
-from prompts import COLLECTION_UNCHANGED, COLLECTION_UPDATED, EXTRACTION_FAILED, LANGUAGE_RULE
+from prompts import COLLECTION_UNCHANGED, COLLECTION_UPDATED, LANGUAGE_RULE
 
 
-def propose_collection(request: UpdateRequest) -> list[MemoryChange] | None:
-    """Documents created, patched and removed from the conversation, among all of the user's documents of the kind.
+def propose_collection(request: UpdateRequest) -> list[MemoryChange]:
+    """Documents created, patched and removed from the conversation, among those of the kind relevant to the turn.
 
-    The changes of the turn's earlier rounds are applied to what is read; new documents get keys derived from
-    the routing call, so a replayed update writes the same keys.
+    The candidates are the ones the turn's read chose for an update (`graph.memory.context.documents_to_update`),
+    with the changes of the turn's earlier rounds applied; new documents get keys derived from the routing
+    call, so a replayed update writes the same keys.
     """
     kind = request.kind
-    stored = {item.key: item.value for item in search_all(request.store, namespace(kind, request.user_id))}
-    existing = stored if request.fresh else with_turn_changes(stored, request.messages, kind)
+    _, existing = documents_to_update(
+        request.store, request.settings, request.messages, request.run.thread_id, request.kinds, kind, fresh=request.fresh
+    )
     return extract_changes(
         request.model,
         kind.schema,
@@ -29,11 +30,9 @@ def propose_collection(request: UpdateRequest) -> list[MemoryChange] | None:
     )
 
 
-def report_collection(request: UpdateRequest, proposed: list[MemoryChange] | None, saved: list[MemoryChange]) -> str:
+def report_collection(request: UpdateRequest, saved: list[MemoryChange]) -> str:
     """A short report naming each created, updated and deleted document by its summary field."""
     kind = request.kind
-    if proposed is None:
-        return EXTRACTION_FAILED.format(memory=kind.title)
     if not saved:
         return COLLECTION_UNCHANGED.format(memory=kind.title)
     lines = []

@@ -6,10 +6,10 @@ from graph.memory.rendering import capitalized
 from graph.memory.store import namespace, search_all
 from graph.nodes.extraction import extract_changes
 from graph.nodes.update import UpdateRequest
-from prompts import DOCUMENT_UNCHANGED, DOCUMENT_UPDATED, EXTRACTION_FAILED, LANGUAGE_RULE
+from prompts import DOCUMENT_UNCHANGED, DOCUMENT_UPDATED, LANGUAGE_RULE
 
 
-def propose_document(request: UpdateRequest) -> list[MemoryChange] | None:
+def propose_document(request: UpdateRequest) -> list[MemoryChange]:
     """The kind's document patched (or created) from the conversation; at most one change."""
     kind = request.kind
     existing = {item.key: item.value for item in search_all(request.store, namespace(kind, request.user_id))}
@@ -18,14 +18,12 @@ def propose_document(request: UpdateRequest) -> list[MemoryChange] | None:
         request.model, kind.schema, request.prompt(instruction), existing, lambda _: kind.key, request.config,
         **request.extraction_options,
     )
-    return None if changes is None else changes[-1:]
+    return changes[-1:]
 
 
-def report_document(request: UpdateRequest, proposed: list[MemoryChange] | None, saved: list[MemoryChange]) -> str:
-    """Which of the document's fields changed, or why none did."""
+def report_document(request: UpdateRequest, saved: list[MemoryChange]) -> str:
+    """Which of the document's fields changed, or that none did."""
     memory = request.kind.title
-    if proposed is None:
-        return EXTRACTION_FAILED.format(memory=memory)
     if fields := saved and saved[0].changed_fields():
         return DOCUMENT_UPDATED.format(Memory=capitalized(memory), fields=", ".join(fields))
     return DOCUMENT_UNCHANGED.format(memory=memory)

@@ -6,12 +6,16 @@ from graph.backends.model import model_errors, quiet
 from graph.memory.changes import MemoryChange
 from graph.memory.rendering import capitalized
 from graph.memory.store import namespace
+from graph.nodes.extraction import UnusableOutputError
 from graph.nodes.update import UpdateRequest
-from prompts import TEXT_REQUEST, TEXT_UNCHANGED, TEXT_UPDATED
+from prompts import EMPTY_TEXT_PROBLEM, TEXT_REQUEST, TEXT_UNCHANGED, TEXT_UPDATED
 
 
 def propose_text(request: UpdateRequest) -> list[MemoryChange]:
-    """The complete new text, asked of the model (an unchanged text is dropped by the commit)."""
+    """The complete new text, asked of the model (an unchanged text is dropped by the commit).
+
+    Raises `UnusableOutputError` when the model answers with no text: the text was to change, and did not.
+    """
     kind = request.kind
     current = request.store.get(namespace(kind, request.user_id), kind.key)
     before = current.value if current else None
@@ -22,12 +26,12 @@ def propose_text(request: UpdateRequest) -> list[MemoryChange]:
     with model_errors():
         text = quiet(request.model).invoke(prompt, request.config).text.strip()
     if not text:
-        return []
+        raise UnusableOutputError(EMPTY_TEXT_PROBLEM)
     after = kind.schema(memory=text).model_dump()
     return [MemoryChange("updated" if before else "created", kind.key, before, after)]
 
 
-def report_text(request: UpdateRequest, _proposed: list[MemoryChange] | None, saved: list[MemoryChange]) -> str:
+def report_text(request: UpdateRequest, saved: list[MemoryChange]) -> str:
     """Whether the text changed."""
     memory = request.kind.title
     return TEXT_UPDATED.format(Memory=capitalized(memory)) if saved else TEXT_UNCHANGED.format(memory=memory)

@@ -1,14 +1,14 @@
 """The ToDo list's proposer: insert, patch and delete ToDo items with trustcall, whatever the list's size."""
 
 from graph.memory.changes import MemoryChange
-from graph.memory.context import start_turn, turn_memories, with_turn_changes
+from graph.memory.context import documents_to_update
 from graph.memory.kinds import INSTRUCTIONS
 from graph.nodes.extraction import extract_changes
 from graph.nodes.update import UpdateRequest
 from prompts import LANGUAGE_RULE
 
 
-def propose_todos(request: UpdateRequest) -> list[MemoryChange] | None:
+def propose_todos(request: UpdateRequest) -> list[MemoryChange]:
     """ToDo items created, patched and removed from the conversation, among those relevant to the turn.
 
     The candidates are the ones the turn's read chose (`graph.memory.context`), with the changes of the
@@ -17,12 +17,9 @@ def propose_todos(request: UpdateRequest) -> list[MemoryChange] | None:
     routing call, so a replayed update writes the same keys.
     """
     settings = request.settings
-    read = start_turn if request.fresh else turn_memories
-    memories = read(request.store, settings, request.messages, request.run.thread_id, request.kinds)
-    reachable = {item.key: item.value for item in memories.update_todos.items}
-    existing = with_turn_changes(reachable, request.messages, request.kind)
-    if request.fresh:
-        existing.update(reachable)
+    memories, existing = documents_to_update(
+        request.store, settings, request.messages, request.run.thread_id, request.kinds, request.kind, fresh=request.fresh
+    )
     instruction = request.kind.instruction.format(
         instructions=memories.text(INSTRUCTIONS),
         language_rule=LANGUAGE_RULE,

@@ -7,6 +7,11 @@ whatever user id a request names is ignored. On an open server (no tokens) the p
 `user_id` query parameter (default: MAISTRO_DEFAULT_USER). Either way every read and write stays in that
 user's namespaces (`graph.memory.store.namespace`), request bodies and stored values are bounded like the
 store API's, and the work runs on the server's own store in a worker thread (`graph.server.memory_page`).
+
+The same routes serve every declared memory kind (MAISTRO_MEMORY_KINDS): `GET memories` (everything the page
+shows), `GET search?query=` (every searchable kind), `POST kinds/{kind}/documents` (add to a collection),
+`PUT` / `PATCH` / `DELETE kinds/{kind}/documents/{key}` (replace, change some fields, delete; a body's `base`
+is the document as the page showed it, and a stale one is a 409), `POST history/{id}/undo`.
 """
 
 import hashlib
@@ -20,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from graph.memory.kinds import configured_kinds
 from graph.memory.store import InvalidUserIdError, check_user_id
 from graph.server.auth import auth_enabled, authenticate
 from graph.server.limits import MAX_SEARCH_LIMIT, MAX_STORE_VALUE_BYTES
@@ -27,12 +33,13 @@ from graph.server.memory_page import (
     HISTORY_SHOWN,
     NO_BASE,
     PageError,
-    delete_todo,
-    edit_todo,
+    add_document,
+    delete_document,
+    edit_document,
+    page_kind,
     read_memories,
-    save_instructions,
-    save_profile,
-    search_todos,
+    save_document,
+    search_memories,
     undo,
 )
 from graph.server.platform import server_store
@@ -62,8 +69,9 @@ async def caller(request: Request) -> str:
         raise PageError(400, str(error)) from None
 
 
-async def json_body(request: Request) -> dict[str, Any]:
-    """The request's JSON object, read no further than `MAX_BODY_BYTES` (413 beyond)."""
+async def json_body(request: Request, optional: bool = False) -> dict[str, Any]:
+    """The request's JSON object, read no further than `MAX_BODY_BYTES` (413 beyond); `optional`: an empty body
+    is `{}`."""
     too_large = PageError(413, f"The request is larger than {MAX_BODY_BYTES:,} bytes.")
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
@@ -73,6 +81,8 @@ async def json_body(request: Request) -> dict[str, Any]:
         body += chunk
         if len(body) > MAX_BODY_BYTES:
             raise too_large
+    if optional and not body.strip():
+        return {}
     try:
         payload = json.loads(body)
     except ValueError:
@@ -95,7 +105,7 @@ def endpoint(work: Work) -> Callable[[Request], Awaitable[Response]]:
     async def handle(request: Request) -> Response:
         try:
             user_id = await caller(request)
-            body = await json_body(request) if request.method in ("PUT", "PATCH") else {}
+            body = await json_body(request, optional=request.method in ("POST", "DELETE")) if request.method != "GET" else {}
             result = await run_in_threadpool(work, await server_store(), user_id, request, body)
         except PageError as error:
             return JSONResponse({"detail": error.detail}, error.status, headers={**PRIVATE, **error.headers})
@@ -106,14 +116,10 @@ def endpoint(work: Work) -> Callable[[Request], Awaitable[Response]]:
     return handle
 
 
-def _base(body: dict[str, Any]) -> Any:
-    return body.get("base") if "base" in body else NO_BASE
-
-
 def _memories(store: BaseStore, user_id: str, request: Request, body: dict[str, Any]) -> Response:
     """Everything the page shows, with an ETag: a poll that finds nothing new gets 304."""
     shown = _number(request, "history", HISTORY_SHOWN, MAX_HISTORY_SHOWN)
-    content = json.dumps(read_memories(store, user_id, current_settings().memory_kinds, shown), ensure_ascii=False).encode()
+    content = json.dumps(read_memories(store, user_id, configured_kinds(), shown), ensure_ascii=False).encode()
     tag = f'"{hashlib.sha256(content).hexdigest()[:32]}"'
     if request.headers.get("if-none-match") == tag:
         return Response(status_code=304, headers={**PRIVATE, "ETag": tag})
@@ -126,26 +132,24 @@ def _search(store: BaseStore, user_id: str, request: Request, body: dict[str, An
         raise PageError(400, "Type something to search for.")
     if len(query) > MAX_QUERY_CHARACTERS:
         raise PageError(400, f"The search is {len(query):,} characters long; at most {MAX_QUERY_CHARACTERS} are allowed.")
-    return search_todos(store, user_id, query, _number(request, "limit", 10, MAX_SEARCH_LIMIT))
+    return search_memories(store, user_id, configured_kinds(), query, _number(request, "limit", 10, MAX_SEARCH_LIMIT))
 
 
-def _todo(store: BaseStore, user_id: str, request: Request, body: dict[str, Any]) -> dict[str, Any]:
-    key = request.path_params["key"]
+def _add(store: BaseStore, user_id: str, request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    return add_document(store, user_id, page_kind(configured_kinds(), request.path_params["kind"]), body.get("value"))
+
+
+def _document(store: BaseStore, user_id: str, request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    kind, key = page_kind(configured_kinds(), request.path_params["kind"]), request.path_params["key"]
+    base = body.get("base") if "base" in body else NO_BASE
     if request.method == "DELETE":
-        return delete_todo(store, user_id, key)
-    return edit_todo(store, user_id, key, body.get("value"), _base(body))
-
-
-def _profile(store: BaseStore, user_id: str, request: Request, body: dict[str, Any]) -> dict[str, Any]:
-    return save_profile(store, user_id, body.get("value"), _base(body))
-
-
-def _instructions(store: BaseStore, user_id: str, request: Request, body: dict[str, Any]) -> dict[str, Any]:
-    return save_instructions(store, user_id, body.get("value"), _base(body))
+        return delete_document(store, user_id, kind, key, base)
+    write = save_document if request.method == "PUT" else edit_document
+    return write(store, user_id, kind, key, body.get("value"), base)
 
 
 def _undo(store: BaseStore, user_id: str, request: Request, body: dict[str, Any]) -> dict[str, Any]:
-    return undo(store, user_id, request.path_params["change_id"])
+    return undo(store, user_id, request.path_params["change_id"], configured_kinds())
 
 
 async def session(request: Request) -> JSONResponse:
@@ -158,9 +162,8 @@ async def session(request: Request) -> JSONResponse:
 routes = [
     Route("/memories/api/session", session, methods=["GET"]),
     Route("/memories/api/memories", endpoint(_memories), methods=["GET"]),
-    Route("/memories/api/todos", endpoint(_search), methods=["GET"]),
-    Route("/memories/api/todos/{key}", endpoint(_todo), methods=["PATCH", "DELETE"]),
-    Route("/memories/api/profile", endpoint(_profile), methods=["PUT"]),
-    Route("/memories/api/instructions", endpoint(_instructions), methods=["PUT"]),
+    Route("/memories/api/search", endpoint(_search), methods=["GET"]),
+    Route("/memories/api/kinds/{kind}/documents", endpoint(_add), methods=["POST"]),
+    Route("/memories/api/kinds/{kind}/documents/{key}", endpoint(_document), methods=["PUT", "PATCH", "DELETE"]),
     Route("/memories/api/history/{change_id}/undo", endpoint(_undo), methods=["POST"]),
 ]

@@ -1,11 +1,15 @@
-"""What the memory page shows and changes: one user's memories, read and edited on any LangGraph store.
+"""What the memory page shows and changes: one user's memories of every declared kind, read and edited on any
+LangGraph store.
 
-Every edit goes the way the agent's own do (`graph.memory.changes.commit_changes`): checked against the
-memory's stored schema first, secrets redacted, written in one batch with its history entry, and so undoable
-like any other change. An edit may name the document it started from (`base`); if the agent or another tab
-changed the document since, the edit is refused rather than overwriting that change. A stored document that
-does not fit its schema (written before writes were checked, or by hand) is shown with what is wrong with it
-(`problem`), so that the page can show it as such and offer to delete it.
+Every kind is handled the same way, from its `MemoryKind` and JSON schema: a collection's documents can be
+added, edited and deleted; a single document or a text kind is edited whole. Every edit goes the way the
+agent's own do (`graph.memory.changes.commit_changes`): checked against the memory's stored schema first
+(a document that does not fit is refused with HTTP 400 and one sentence), secrets redacted, written in one
+batch with its history entry, and so undoable like any other change. An edit may name the document it
+started from (`base`); if the agent or another tab changed the document since, the edit is refused with 409
+rather than overwriting that change. A stored document that does not fit its schema (written before writes
+were checked, or by hand) is shown with what is wrong with it (`problem`), so that the page can show it as
+such and offer to delete or replace it.
 """
 
 import uuid
@@ -17,7 +21,6 @@ from langgraph.store.base import BaseStore, Item
 
 from graph.backends.atomic import ConflictError
 from graph.memory.changes import (
-    CLOSED_STATUSES,
     ChangeContext,
     IrreversibleChangeError,
     MemoryChange,
@@ -27,7 +30,8 @@ from graph.memory.changes import (
     list_history,
     undo_change,
 )
-from graph.memory.kinds import INSTRUCTIONS, PROFILE, TODO, MemoryKind
+from graph.memory.index_outage import search_by_meaning
+from graph.memory.kinds import MemoryKind, UnknownKindError, kind_named
 from graph.memory.selection import deadline_of
 from graph.memory.store import namespace, read_kind
 from graph.server.limits import MAX_STORE_VALUE_BYTES, json_size
@@ -49,8 +53,12 @@ class PageError(Exception):
     headers: dict[str, str] = field(default_factory=dict)
 
 
-# The kinds the page has panels of its own for; any other kind is shown from its JSON schema.
-OWN_PANELS = (TODO.name, PROFILE.name, INSTRUCTIONS.name)
+def page_kind(kinds: Sequence[MemoryKind], name: str) -> MemoryKind:
+    """The declared kind called `name`; a 404 when there is none."""
+    try:
+        return kind_named(kinds, name)
+    except UnknownKindError:
+        raise PageError(404, f"There is no memory kind called {name!r} on this server.") from None
 
 
 def document_entry(kind: MemoryKind, item: Item) -> dict[str, Any]:
@@ -73,72 +81,91 @@ def kind_entry(kind: MemoryKind) -> dict[str, Any]:
         "description": kind.description,
         "collection": kind.collection,
         "text": kind.text,
+        "key": kind.key,
         "summary_field": kind.summary_field,
+        "status_field": kind.status_field,
+        "open_statuses": list(kind.open_statuses),
+        "deadline_field": kind.deadline_field,
+        "searchable": bool(kind.indexed_fields),
         "schema": kind.schema.model_json_schema(),
     }
 
 
-def _document(store: BaseStore, kind: MemoryKind, user_id: str) -> Item | None:
-    return store.get(namespace(kind, user_id), kind.key)
+def _closed(kind: MemoryKind, item: Item) -> bool:
+    return bool(kind.status_field) and item.value.get(kind.status_field) not in kind.open_statuses
 
 
-def _problem(kind: MemoryKind, item: Item | None) -> str | None:
-    return document_problem(kind, item.key, item.value) if item else None
-
-
-def _deadline(item: Item) -> float:
-    deadline = deadline_of(item.value)
+def _deadline(kind: MemoryKind, item: Item) -> float:
+    deadline = deadline_of(item.value, kind.deadline_field) if kind.deadline_field else None
     return deadline.timestamp() if deadline else float("inf")
 
 
-def open_first(items: list[Item]) -> list[Item]:
-    """ToDos in the order the page lists them: open ones first, then by deadline (none last), then oldest first."""
-    return sorted(items, key=lambda item: (item.value.get("status") in CLOSED_STATUSES, _deadline(item)))
+def open_first(kind: MemoryKind, items: list[Item]) -> list[Item]:
+    """A kind's documents in the order the page lists them: open ones first (by the kind's `status_field`), then by
+    its `deadline_field` (none last), then oldest first; a kind without those fields keeps the order given."""
+    return sorted(items, key=lambda item: (_closed(kind, item), _deadline(kind, item)))
 
 
 def read_memories(
     store: BaseStore, user_id: str, kinds: Sequence[MemoryKind], history_shown: int = HISTORY_SHOWN
 ) -> dict[str, Any]:
-    """Everything the page shows for one user: profile, ToDos (open first), instructions and history (newest first),
-    with why a stored profile or instructions does not fit its schema (None when it does); the memory `kinds`, and
-    the documents of every kind the page has no panel of its own for, by kind name."""
-    profile = _document(store, PROFILE, user_id)
-    instructions = _document(store, INSTRUCTIONS, user_id)
+    """Everything the page shows for one user: the memory `kinds`, the documents of each by kind name (open first),
+    each with why it does not fit its schema (None when it does), and the history (newest first)."""
     history = list_history(store, user_id)
     return {
         "user_id": user_id,
-        "profile": profile.value if profile else None,
-        "profile_problem": _problem(PROFILE, profile),
-        "todos": [document_entry(TODO, item) for item in open_first(read_kind(store, TODO, user_id))],
-        "instructions": instructions.value if instructions else None,
-        "instructions_problem": _problem(INSTRUCTIONS, instructions),
-        "history": history[::-1][:history_shown],
-        "history_total": len(history),
         "kinds": [kind_entry(kind) for kind in kinds],
         "documents": {
-            kind.name: [document_entry(kind, item) for item in read_kind(store, kind, user_id)]
+            kind.name: [document_entry(kind, item) for item in open_first(kind, read_kind(store, kind, user_id))]
             for kind in kinds
-            if kind.name not in OWN_PANELS
         },
+        "history": history[::-1][:history_shown],
+        "history_total": len(history),
     }
 
 
-def _mentions(value: dict[str, Any], words: str) -> bool:
-    text = " ".join([str(value.get("task", "")), *map(str, value.get("solutions") or []), str(value.get("status"))])
-    return words.casefold() in text.casefold()
+def _texts(value: Any) -> list[str]:
+    """Every string (and number) in a document, nested ones included."""
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _texts(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _texts(item)]
+    return [] if value is None else [str(value)]
 
 
-def search_todos(store: BaseStore, user_id: str, query: str, limit: int) -> dict[str, Any]:
-    """The user's ToDos that best match `query`: by meaning when the store has a semantic index, else by text.
+def _mentions(value: Any, words: str) -> bool:
+    return words.casefold() in " ".join(_texts(value)).casefold()
 
-    `semantic` says which: with an index the store scores every item and the best `limit` come back; without
-    one, the ToDos whose task, solutions or status contain the words come back, open first.
+
+def _found(kind: MemoryKind, item: Item) -> dict[str, Any]:
+    return {"kind": kind.name, **document_entry(kind, item)}
+
+
+def search_memories(
+    store: BaseStore, user_id: str, kinds: Sequence[MemoryKind], query: str, limit: int
+) -> dict[str, Any]:
+    """The user's documents of every searchable kind (one with `indexed_fields`) that best match `query`, each
+    with its kind's name: by meaning when the store has a semantic index, else by text.
+
+    `semantic` says which: with an index the store scores every document and the best `limit` of all kinds come
+    back, best first; without one (or while it fails, `graph.memory.index_outage`), the documents that contain
+    the words anywhere come back, open first.
     """
-    ranked = store.search(namespace(TODO, user_id), query=query, limit=limit)
-    if any(item.score is not None for item in ranked):
-        return {"semantic": True, "todos": [document_entry(TODO, item) for item in ranked]}
-    found = [item for item in open_first(read_kind(store, TODO, user_id)) if _mentions(item.value, query)]
-    return {"semantic": False, "todos": [document_entry(TODO, item) for item in found[:limit]]}
+    searched = [kind for kind in kinds if kind.indexed_fields]
+    ranked = [
+        (kind, item) for kind in searched for item in search_by_meaning(store, namespace(kind, user_id), query, limit)
+    ]
+    scored = [(kind, item) for kind, item in ranked if item.score is not None]
+    if scored:
+        best = sorted(scored, key=lambda found: found[1].score, reverse=True)[:limit]
+        return {"semantic": True, "results": [_found(kind, item) for kind, item in best]}
+    found = [
+        (kind, item)
+        for kind in searched
+        for item in open_first(kind, read_kind(store, kind, user_id))
+        if _mentions(item.value, query)
+    ]
+    return {"semantic": False, "results": [_found(kind, item) for kind, item in found[:limit]]}
 
 
 def _changed_since_shown(kind: MemoryKind) -> PageError:
@@ -153,73 +180,98 @@ def _check_base(base: Any, current: dict[str, Any] | None, kind: MemoryKind) -> 
         raise _changed_since_shown(kind)
 
 
-def _commit(store: BaseStore, user_id: str, kind: MemoryKind, change: MemoryChange, message: str) -> dict[str, Any]:
+def _message(change: MemoryChange) -> str:
+    """What the history says of a page edit: what was added, which fields changed, or what was deleted."""
+    if change.action == "created":
+        return f"Added {SOURCE}"
+    if change.action == "deleted":
+        return f"Deleted {SOURCE}"
+    changed = sorted(name.replace("_", " ") for name in change.changed_fields())
+    return f"Changed {', '.join(changed) or 'nothing'} {SOURCE}"
+
+
+def _commit(store: BaseStore, user_id: str, kind: MemoryKind, change: MemoryChange) -> dict[str, Any]:
     """Check the new document against its schema, then commit the change like the agent does; what was saved."""
     if (size := json_size(change.after)) > MAX_STORE_VALUE_BYTES:
         raise PageError(413, f"The {kind.label} is {size:,} bytes of JSON; the limit is {MAX_STORE_VALUE_BYTES:,}.")
     if change.after is not None and (problem := document_problem(kind, change.key, change.after)):
-        raise PageError(422, f"The {kind.label} was not saved: {problem}.")
-    context = ChangeContext(thread_id="", message=message, seed=f"memory-page/{uuid.uuid4()}")
+        raise PageError(400, f"The {kind.label} was not saved: {problem}.")
+    context = ChangeContext(thread_id="", message=_message(change), seed=f"memory-page/{uuid.uuid4()}")
     try:
         saved, secrets = commit_changes(store, user_id, kind, [change], context)
     except ConflictError:
         raise _changed_since_shown(kind) from None
-    return {"saved": bool(saved), "value": saved[0].after if saved else change.before, "secrets": sorted(secrets)}
+    return {
+        "saved": bool(saved),
+        "kind": kind.name,
+        "key": change.key,
+        "value": saved[0].after if saved else change.before,
+        "secrets": sorted(secrets),
+    }
 
 
-def _fields(value: Any, what: str) -> dict[str, Any]:
+def _document_value(value: Any, kind: MemoryKind) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise PageError(400, f"Send the {what} as a JSON object in `value`.")
+        raise PageError(400, f"Send the {kind.label} as a JSON object in `value`.")
     return value
 
 
-def _todo(store: BaseStore, user_id: str, key: str) -> Item:
-    item = store.get(namespace(TODO, user_id), key)
-    if item is None:
-        raise PageError(404, "There is no such ToDo on your list (it may have been deleted).")
-    return item
+def _stored(store: BaseStore, user_id: str, kind: MemoryKind, key: str, base: Any) -> dict[str, Any] | None:
+    """The document stored under `key` (None for a single document not written yet), after the version check.
+
+    A collection's document that is not there is a 404, or a 409 when the page showed it (another tab deleted
+    it); a single document lives under its kind's key only.
+    """
+    if not kind.collection and key != kind.key:
+        raise PageError(404, f"Your {kind.label} is kept under the key {kind.key!r} only.")
+    item = store.get(namespace(kind, user_id), key)
+    current = item.value if item else None
+    _check_base(base, current, kind)
+    if current is None and kind.collection:
+        raise PageError(404, f"There is no such {kind.label} in your memories (it may have been deleted).")
+    return current
 
 
-def edit_todo(store: BaseStore, user_id: str, key: str, fields: Any, base: Any = NO_BASE) -> dict[str, Any]:
-    """Change some fields of one of the user's ToDos (marking it done is `{"status": "done"}`)."""
-    fields = _fields(fields, "ToDo's fields")
-    current = _todo(store, user_id, key).value
-    _check_base(base, current, TODO)
-    message = f"Changed {', '.join(sorted(name.replace('_', ' ') for name in fields)) or 'nothing'} {SOURCE}"
-    return _commit(store, user_id, TODO, MemoryChange("updated", key, current, {**current, **fields}), message)
+def add_document(store: BaseStore, user_id: str, kind: MemoryKind, value: Any) -> dict[str, Any]:
+    """Add a document to one of the user's collections, under a new key."""
+    if not kind.collection:
+        raise PageError(400, f"Your {kind.label} is one document: save it rather than adding another.")
+    change = MemoryChange("created", str(uuid.uuid4()), None, _document_value(value, kind))
+    return _commit(store, user_id, kind, change)
 
 
-def delete_todo(store: BaseStore, user_id: str, key: str, base: Any = NO_BASE) -> dict[str, Any]:
-    """Delete one of the user's ToDos (the history keeps it, so it can be undone)."""
-    current = _todo(store, user_id, key).value
-    _check_base(base, current, TODO)
-    return _commit(store, user_id, TODO, MemoryChange("deleted", key, current, None), f"Deleted {SOURCE}")
+def save_document(
+    store: BaseStore, user_id: str, kind: MemoryKind, key: str, value: Any, base: Any = NO_BASE
+) -> dict[str, Any]:
+    """Replace one of the user's documents with `value` (a whole document; a single document not yet written is
+    created)."""
+    document = _document_value(value, kind)
+    current = _stored(store, user_id, kind, key, base)
+    return _commit(store, user_id, kind, MemoryChange("updated" if current else "created", key, current, document))
 
 
-def _replace(store: BaseStore, user_id: str, kind: MemoryKind, key: str, before: Any, after: Any, base: Any) -> dict:
-    _check_base(base, before, kind)
-    change = MemoryChange("updated" if before is not None else "created", key, before, after)
-    return _commit(store, user_id, kind, change, f"Edited {SOURCE}")
+def edit_document(
+    store: BaseStore, user_id: str, kind: MemoryKind, key: str, fields: Any, base: Any = NO_BASE
+) -> dict[str, Any]:
+    """Change some fields of one of the user's documents (marking a ToDo done is `{"status": "done"}`)."""
+    fields = _document_value(fields, kind)
+    current = _stored(store, user_id, kind, key, base)
+    after = {**(current or {}), **fields}
+    return _commit(store, user_id, kind, MemoryChange("updated" if current else "created", key, current, after))
 
 
-def save_profile(store: BaseStore, user_id: str, value: Any, base: Any = NO_BASE) -> dict[str, Any]:
-    """Replace the user's profile with `value` (a whole `Profile` document)."""
-    current = _document(store, PROFILE, user_id)
-    profile = _fields(value, "profile")
-    return _replace(store, user_id, PROFILE, PROFILE.key, current.value if current else None, profile, base)
+def delete_document(store: BaseStore, user_id: str, kind: MemoryKind, key: str, base: Any = NO_BASE) -> dict[str, Any]:
+    """Delete one of the user's documents (the history keeps it, so it can be undone)."""
+    current = _stored(store, user_id, kind, key, base)
+    if current is None:
+        raise PageError(404, f"You have no {kind.label} to delete.")
+    return _commit(store, user_id, kind, MemoryChange("deleted", key, current, None))
 
 
-def save_instructions(store: BaseStore, user_id: str, value: Any, base: Any = NO_BASE) -> dict[str, Any]:
-    """Replace the user's instructions with `value` (`{"memory": text}`)."""
-    current = _document(store, INSTRUCTIONS, user_id)
-    document = _fields(value, "instructions")
-    return _replace(store, user_id, INSTRUCTIONS, INSTRUCTIONS.key, current.value if current else None, document, base)
-
-
-def undo(store: BaseStore, user_id: str, change_id: str) -> dict[str, Any]:
+def undo(store: BaseStore, user_id: str, change_id: str, kinds: Sequence[MemoryKind]) -> dict[str, Any]:
     """Undo one change from the user's history; returns the history entry recording the undo."""
     try:
-        return undo_change(store, user_id, change_id)
+        return undo_change(store, user_id, change_id, kinds)
     except UnknownChangeError:
         raise PageError(404, "There is no such change in your history.") from None
     except IrreversibleChangeError as error:

@@ -1,7 +1,11 @@
-"""Short-term memory, the thread: tool-call bookkeeping, the rolling summary, token estimates and input limits.
+"""Short-term memory, the thread: the model's replies as they enter it, tool-call bookkeeping, the rolling summary,
+token estimates and input limits.
 
-Public modules: `tool_calls` (every tool call gets exactly one answer), `summary` (older messages fold into
-one summary) and `tokens` (offline token estimates and the bounds on a message).
+Public modules: `model_message` (the boundary that makes every model reply valid for the thread: ids, invalid
+calls, near-miss routing values), `text_calls` (calls a model wrote as text, one parser per format, registered
+by name), `view` (a thread read once), `tool_calls` (every tool call gets exactly one answer), `reply_last` (a
+reply given beside its calls moves after their answers), `summary` (older messages fold into one summary) and
+`tokens` (offline token estimates and the bounds on a message).
 """
 
-__all__ = ["summary", "tokens", "tool_calls"]
+__all__ = ["model_message", "reply_last", "summary", "text_calls", "tokens", "tool_calls", "view"]

@@ -9,10 +9,12 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
-from prompts import INTERRUPTED_ANSWER, INVALID_UPDATE_ANSWER, LIMIT_REPLY, MALFORMED_CALL_ANSWER, UNKNOWN_TOOL_ANSWER
+from graph.thread.model_message import sendable_message
+from prompts import INTERRUPTED_ANSWER, LIMIT_REPLY
 
 
-def _call_ids(message: AIMessage) -> list[str]:
+def call_ids(message: AIMessage) -> list[str]:
+    """The ids of a message's calls, valid and invalid (an empty or missing id is left out)."""
     return [call["id"] for call in (*message.tool_calls, *message.invalid_tool_calls) if call.get("id")]
 
 
@@ -33,8 +35,8 @@ def last_human_message(messages: Sequence[AnyMessage]) -> HumanMessage | None:
 def pending_update_calls(messages: Sequence[AnyMessage], update_type: str | None = None) -> list[dict]:
     """`UpdateMemory` calls of the latest assistant message that have no answer yet (of `update_type`, if given).
 
-    The chat node answers a call whose update type names no memory kind at once (`reject_invalid_calls`), so
-    every call left unanswered names one.
+    The chat node answers a call whose update type names no memory kind at once (`graph.thread.model_message`),
+    so every call left unanswered names one.
     """
     message = last_ai_message(messages)
     if message is None:
@@ -55,35 +57,6 @@ def is_update_call(call: dict) -> bool:
     return call.get("name") == "UpdateMemory" and isinstance(args, dict) and isinstance(args.get("update_type"), str)
 
 
-def update_memory_error(call: dict, update_types: Sequence[str]) -> str | None:
-    """Why a tool call is not an `UpdateMemory` call naming one of `update_types`, or None when it is one."""
-    if call.get("name") != "UpdateMemory":
-        return UNKNOWN_TOOL_ANSWER.format(name=call.get("name"))
-    if not is_update_call(call) or call["args"]["update_type"] not in update_types:
-        choices = ", ".join(repr(update_type) for update_type in update_types)
-        return INVALID_UPDATE_ANSWER.format(args=call.get("args"), choices=choices)
-    return None
-
-
-def reject_invalid_calls(message: AIMessage, update_types: Sequence[str]) -> list[ToolMessage]:
-    """Error answers for the calls of `message` that cannot be routed (unknown tool or update type, malformed)."""
-    answers = [
-        ToolMessage(content=error, tool_call_id=call["id"], status="error")
-        for call in message.tool_calls
-        if (error := update_memory_error(call, update_types)) is not None
-    ]
-    answers += [
-        ToolMessage(
-            content=MALFORMED_CALL_ANSWER.format(error=call.get("error") or "not valid JSON"),
-            tool_call_id=call["id"],
-            status="error",
-        )
-        for call in message.invalid_tool_calls
-        if call.get("id")
-    ]
-    return answers
-
-
 def without_tool_calls(message: AIMessage) -> AIMessage:
     """The message with its tool calls dropped, for a model that calls tools after they were taken away."""
     if not (message.tool_calls or message.invalid_tool_calls):
@@ -91,14 +64,28 @@ def without_tool_calls(message: AIMessage) -> AIMessage:
     return AIMessage(content=message.content or LIMIT_REPLY, id=message.id, response_metadata=message.response_metadata)
 
 
+def sendable_calls(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+    """The thread with every assistant message's calls as a strict server takes them (`sendable_message`): ids
+    of their own, invalid calls kept as calls (threads stored before the chat node normalised replies)."""
+    taken: set[str] = set()
+    sendable: list[AnyMessage] = []
+    for message in messages:
+        if isinstance(message, AIMessage):
+            message = sendable_message(message, taken)
+            taken.update(call_ids(message))
+        sendable.append(message)
+    return sendable
+
+
 def repair_tool_answers(messages: Sequence[AnyMessage]) -> list[AnyMessage] | None:
     """The thread with every call's answers right after the calling message, or None if it needs no repair.
 
     Strict servers expect them there. Answers that arrived later (an interrupted turn finished after the
     user's next message) move up, in the order they came; a call without an answer gets one saying it was
-    interrupted.
+    interrupted. Calls a strict server would refuse (no id, a repeated id, invalid) are mended first.
     """
-    caller = {call_id: index for index, m in enumerate(messages) if isinstance(m, AIMessage) for call_id in _call_ids(m)}
+    original, messages = messages, sendable_calls(messages)
+    caller = {call_id: index for index, m in enumerate(messages) if isinstance(m, AIMessage) for call_id in call_ids(m)}
     answers: dict[int, list[ToolMessage]] = {}
     for message in messages:
         if isinstance(message, ToolMessage) and message.tool_call_id in caller:
@@ -114,10 +101,10 @@ def repair_tool_answers(messages: Sequence[AnyMessage]) -> list[AnyMessage] | No
             repaired += given
             repaired += [
                 ToolMessage(content=INTERRUPTED_ANSWER, tool_call_id=call_id, status="error")
-                for call_id in _call_ids(message)
+                for call_id in call_ids(message)
                 if call_id not in answered
             ]
-    unchanged = len(repaired) == len(messages) and all(a is b for a, b in zip(repaired, messages, strict=True))
+    unchanged = len(repaired) == len(original) and all(a is b for a, b in zip(repaired, original, strict=True))
     return None if unchanged else repaired
 
 
@@ -144,14 +131,9 @@ def turn_answered(messages: Sequence[AnyMessage]) -> bool:
     if position is None:
         return False
     reply, after = messages[position], messages[position + 1 :]
-    if not all(isinstance(message, ToolMessage) for message in after) or set(_call_ids(reply)) - _answered_ids(after):
+    if not all(isinstance(message, ToolMessage) for message in after) or set(call_ids(reply)) - _answered_ids(after):
         return False
-    return not _call_ids(reply) or bool(reply.text.strip())
-
-
-def interrupted_turn(messages: Sequence[AnyMessage]) -> bool:
-    """Whether the user wrote again after a turn whose UpdateMemory calls were cut short before their update ran."""
-    return isinstance(messages[-1], HumanMessage) and bool(pending_update_calls(messages))
+    return not call_ids(reply) or bool(reply.text.strip())
 
 
 def spoken_messages(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
@@ -161,7 +143,8 @@ def spoken_messages(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
         if isinstance(message, HumanMessage):
             spoken.append(message)
         elif isinstance(message, AIMessage) and message.text:
-            spoken.append(message if not message.tool_calls else AIMessage(content=message.text, id=message.id))
+            calls = message.tool_calls or message.invalid_tool_calls  # langchain-openai sends invalid calls too
+            spoken.append(AIMessage(content=message.text, id=message.id) if calls else message)
     return spoken
 
 
@@ -202,14 +185,3 @@ def transcript(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
             spoken.append(AIMessage(content="\n".join(reports)))
         said += spoken
     return said + (spoken_messages(turns[-1]) if turns else [])
-
-
-def memory_rounds_in_turn(messages: Sequence[AnyMessage]) -> int:
-    """How many assistant messages with tool calls followed the user's latest message."""
-    rounds = 0
-    for message in reversed(messages):
-        if isinstance(message, HumanMessage):
-            break
-        if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
-            rounds += 1
-    return rounds

@@ -197,3 +197,6 @@ def test_a_memory_turn_answered_first_streams_the_reply_then_the_updates_note(in
     assert custom["memory_update"]["notes"] == ["ToDo added: Oil the hinges"] and not custom["memory_update"]["failed"]
     assert [request.kind for request in model.requests[asked:]] == ["chat", "todo"], "no second chat call"
     assert "Oil the hinges" in chores(sdk, USERS[2])
+    thread = sdk.threads.get_state(thread_id)["values"]["messages"]
+    assert [m["type"] for m in thread] == ["human", "ai", "tool", "ai"], "the turn ends with its reply"
+    assert thread[-1]["content"] == REPLY_FIRST_CONFIRMATION

@@ -283,9 +283,13 @@ def test_a_memory_turn_streams_the_reply_before_the_update_and_its_note_with_one
         "updates:update_todos",
         f"updates:{GRAPH_ID}",
     ], "the reply streams first; once the update lands the chat node ends the run without a model call"
-    assert "".join(reply_chunk(part) for part in parts) == reply
+    assert "".join(reply_chunk(part) for part in parts) == reply, "the reply's tokens stream once"
+    messages = [part.data[0] for part in parts if part.event == "messages" and part.data[1]["langgraph_node"] == GRAPH_ID]
+    assert [m["type"] for m in messages if m["type"] != "AIMessageChunk"] == ["remove", "ai"], "the rewrite, the calls"
+    assert not [m for m in messages if m["type"] != "AIMessageChunk" and m.get("content")], "no whole copy of it"
     thread = client.threads.get_state(thread_id)["values"]["messages"]
-    assert [m["type"] for m in thread] == ["human", "ai", "tool"] and thread[1]["content"] == reply
+    assert [m["type"] for m in thread] == ["human", "ai", "tool", "ai"], "the turn ends with its reply"
+    assert thread[-1]["content"] == reply and thread[-1]["id"] == next(m["id"] for m in messages if m.get("content"))
     (custom,) = [part.data for part in parts if part.event == "custom"]
     assert custom == {
         "memory_update": {

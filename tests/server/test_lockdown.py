@@ -250,11 +250,12 @@ def test_oversized_names_metadata_commands_and_supersteps_are_refused_and_nothin
 
 def test_malformed_or_deep_json_is_a_400_with_a_sentence_everywhere(server):
     deep = b'{"value": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
-    for path, method in (("/threads", "POST"), ("/store/items", "PUT"), ("/memories/api/profile", "PUT")):
+    for path, method in (("/threads", "POST"), ("/store/items", "PUT"), (f"/memories/api/kinds/{PROFILE}/documents/{PROFILE_KEY}", "PUT")):
         for body in (b"{not json", deep):
             response = httpx.request(method, f"{server}{path}", headers={**alice_headers(), "Content-Type": "application/json"}, content=body)
             assert response.status_code == 400 and response.json()["detail"].endswith("."), (path, response.text[:200])
-    assert httpx.get(f"{server}/memories/api/memories", headers=alice_headers()).json()["profile"] in (None, {})
+    profile = httpx.get(f"{server}/memories/api/memories", headers=alice_headers()).json()["documents"][PROFILE]
+    assert [entry["value"] for entry in profile] in ([], [{}]), "the refused writes wrote nothing"
 
 
 def test_a_burst_of_wrong_tokens_gets_429_and_the_right_user_is_not_locked_out(server):
@@ -289,7 +290,7 @@ def test_a_page_on_another_origin_can_neither_wipe_threads_nor_touch_memories(op
         """async (server) => {
             const tries = [
                 fetch(server + "/internal/truncate", {method: "POST", mode: "no-cors", body: "{}", headers: {"Content-Type": "text/plain"}}),
-                fetch(server + "/memories/api/profile?user_id=alice", {method: "PUT", mode: "no-cors", body: JSON.stringify({profile: {name: "Mallory"}})}),
+                fetch(server + "/memories/api/kinds/profile/documents/user_profile?user_id=alice", {method: "PUT", mode: "no-cors", body: JSON.stringify({value: {name: "Mallory"}})}),
                 fetch(server + "/memories/api/memories?user_id=alice").then((r) => r.text()),
             ];
             return (await Promise.allSettled(tries)).map((result) => result.status === "fulfilled" && typeof result.value === "string" ? result.value : result.status);

@@ -45,9 +45,9 @@ def redis_server(directory: Path) -> Iterator[str]:
 
 
 @contextmanager
-def embedding_server(directory: Path) -> Iterator[str]:
-    """The project's embedding server (`graph.backends.embedding_server`) on a free port; yield its URL."""
-    port = free_port()
+def embedding_server(directory: Path, port: int | None = None) -> Iterator[str]:
+    """The project's embedding server (`graph.backends.embedding_server`) on `port` (default: a free one); yield its URL."""
+    port = port or free_port()
     log = directory / f"embeddings-{port}.log"
     command = [sys.executable, "-m", "graph.backends.embedding_server", "--port", str(port)]
     with log.open("wb") as output:

@@ -27,3 +27,5 @@ HEALTH = MemoryKind(name="health", schema=Health, collection=False, description=
 KINDS = [*DEFAULT_MEMORY_KINDS, CONTACT, HEALTH]
 # Not a list of memory kinds: MAISTRO_MEMORY_KINDS naming it is refused.
 NOT_KINDS = {"contact": CONTACT}
+# The tutorial's kinds without the instructions, and the contacts.
+WITHOUT_INSTRUCTIONS = [kind for kind in KINDS if kind.name not in ("instructions", "health")]

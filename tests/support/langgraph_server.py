@@ -105,8 +105,13 @@ def stop(process: subprocess.Popen) -> None:
 
 
 def start_server(directory: Path, env: dict[str, str], flags: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str, Path]:
-    """Start `langgraph dev --no-browser --no-reload [flags]` from `directory` on a free port: (process, URL, log)."""
-    config = scratch_config(directory)
+    """Start `langgraph dev --no-browser --no-reload [flags]` from `directory` on a free port: (process, URL, log).
+
+    The config is the scratch copy of langgraph.json in `directory`, made unless a test already made (and changed) it.
+    """
+    config = directory / "langgraph.json"
+    if not config.exists():
+        scratch_config(directory)
     port = free_port()
     log = directory / "server.log"
     command = [langgraph_executable(), "dev", "--no-browser", "--no-reload", "--port", str(port), "--config", str(config),

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 import time
 import uuid
@@ -35,8 +36,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 __all__ = [
+    "CutStream",
+    "Delayed",
     "OpenAIStub",
+    "RawBody",
     "StubError",
+    "calls_reply",
+    "raw_call",
     "system_text",
     "text_reply",
     "tool_calls_reply",
@@ -72,6 +78,35 @@ class StubError:
     message: str
 
 
+@dataclass
+class RawBody:
+    """A response body the responder wants sent verbatim, e.g. an HTML error page where JSON belongs.
+
+    A non-streamed request gets ``text`` as its body (with ``status``); a
+    streamed one gets it as the data of its one server-sent event.
+    """
+
+    text: str
+    status: int = 200
+
+
+@dataclass
+class CutStream:
+    """A reply whose connection is closed part-way: after ``after`` events of a stream, or half-way through
+    the body of a non-streamed answer (which announced its full length)."""
+
+    reply: dict
+    after: int = 3
+
+
+@dataclass
+class Delayed:
+    """A reply (or error) sent ``seconds`` late: a slow model, or one slower than the client's timeout."""
+
+    reply: "dict | StubError | RawBody | CutStream"
+    seconds: float
+
+
 def text_reply(content: str) -> dict:
     """Build a reply in which the assistant answers with plain text."""
     return {"content": content, "tool_calls": []}
@@ -104,6 +139,20 @@ def tool_calls_reply(*calls: tuple[str, dict] | tuple[str, dict, str]) -> dict:
             }
         )
     return {"content": None, "tool_calls": tool_calls}
+
+
+def raw_call(name: str, arguments: str, call_id: str | None = "") -> dict:
+    """One tool call as a server may send it: ``arguments`` verbatim (malformed JSON stays malformed), and
+    ``call_id`` as given ("" is an empty id, None leaves the id out)."""
+    call: dict[str, Any] = {"type": "function", "function": {"name": name, "arguments": arguments}}
+    if call_id is not None:
+        call["id"] = call_id
+    return call
+
+
+def calls_reply(*calls: dict, content: str | None = None) -> dict:
+    """A reply carrying the given raw calls (see :func:`raw_call`) beside ``content``."""
+    return {"content": content, "tool_calls": list(calls)}
 
 
 def tool_names(request: dict) -> list[str]:
@@ -171,6 +220,9 @@ def _validate_request(body: Any) -> str | None:
     for index, message in enumerate(messages):
         if not isinstance(message, dict) or "role" not in message:
             return f"Missing required parameter: 'messages[{index}].role'."
+        for position, call in enumerate(message.get("tool_calls") or []):
+            if not isinstance(call, dict) or not call.get("id"):
+                return f"Missing required parameter: 'messages[{index}].tool_calls[{position}].id'."
     return _validate_tool_pairing(messages)
 
 
@@ -205,16 +257,24 @@ def _validate_tool_pairing(messages: list[dict]) -> str | None:
     return None
 
 
-def _check_reply(reply: Any) -> dict:
-    """Return ``reply`` if it has the shape the reply helpers build, else raise."""
+Outcome = dict | StubError | RawBody | CutStream | Delayed
+
+
+def _check_reply(reply: Any) -> Outcome:
+    """Return ``reply`` if it has the shape the reply helpers build (or is a fault), else raise."""
+    if isinstance(reply, StubError | RawBody):
+        return reply
+    if isinstance(reply, CutStream | Delayed):
+        _check_reply(reply.reply)
+        return reply
     if (
         not isinstance(reply, dict)
         or not isinstance(reply.get("tool_calls"), list)
         or not (reply.get("content") is None or isinstance(reply.get("content"), str))
     ):
         raise TypeError(
-            "responder must return text_reply(...), tool_calls_reply(...) or "
-            f"StubError, got {reply!r}"
+            "responder must return text_reply(...), tool_calls_reply(...), calls_reply(...), "
+            f"StubError, RawBody, CutStream or Delayed, got {reply!r}"
         )
     return reply
 
@@ -308,7 +368,7 @@ def _chunks(request: dict, reply: dict) -> Iterator[dict]:
                 "tool_calls": [
                     {
                         "index": index,
-                        "id": call["id"],
+                        "id": call.get("id"),
                         "type": "function",
                         "function": {"name": call["function"]["name"], "arguments": ""},
                     }
@@ -332,7 +392,12 @@ class OpenAIStub:
 
     ``responder`` receives each valid request body (``model``, ``messages``,
     ``tools``, ``tool_choice``, ``stream``, ...) and returns a reply built with
-    :func:`text_reply` / :func:`tool_calls_reply`, or a :class:`StubError`.
+    :func:`text_reply` / :func:`tool_calls_reply` / :func:`calls_reply`, a
+    :class:`StubError`, or a transport fault: :class:`RawBody` (a body that is
+    not a completion), :class:`CutStream` (the connection closed part-way),
+    :class:`Delayed` (a slow answer).  Calls of a reply may lack ids or carry
+    malformed arguments (:func:`raw_call`): the stub sends what it is given,
+    and only checks what clients send it.
     Responder calls are serialized by a lock, so a scripted responder need not
     be thread-safe.  If the responder raises or returns anything else, the
     stub answers HTTP 500 with the problem in the error message.
@@ -343,7 +408,7 @@ class OpenAIStub:
     call).
     """
 
-    def __init__(self, responder: Callable[[dict], dict | StubError], latency: float = 0.0):
+    def __init__(self, responder: Callable[[dict], Outcome], latency: float = 0.0):
         """Create a stopped stub that will answer with ``responder``, each answer ``latency`` seconds late
         (a model's time to answer; requests wait concurrently, the responder still answers one at a time)."""
         self.responder = responder
@@ -416,7 +481,7 @@ class OpenAIStub:
         with self._lock:
             self.rejections.append((body, problem))
 
-    def _respond(self, body: dict) -> dict | StubError:
+    def _respond(self, body: dict) -> Outcome:
         """Ask the responder for a reply, turning failures into a 500 StubError."""
         with self._responder_lock:
             try:
@@ -473,7 +538,14 @@ def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
                 return
             outcome = stub._respond(body)
             time.sleep(stub.latency)
-            if isinstance(outcome, StubError):
+            if isinstance(outcome, Delayed):
+                time.sleep(outcome.seconds)
+                outcome = outcome.reply
+            if isinstance(outcome, RawBody):
+                self._send_raw(outcome, streamed=bool(body.get("stream")))
+            elif isinstance(outcome, CutStream):
+                self._send_cut(body, outcome)
+            elif isinstance(outcome, StubError):
                 error = _error_body(outcome.message, _error_type_for(outcome.status))
                 self._send_json(outcome.status, error)
             elif body.get("stream"):
@@ -488,7 +560,52 @@ def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
         def _send_json(self, status: int, payload: dict) -> None:
             """Send a complete JSON response and close the connection."""
             data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+            self.close_connection = True
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up waiting (its timeout); nothing left to do
+
+        def _start_stream(self, status: int = 200) -> None:
             self.send_response(status)
+            self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+
+        def _send_events(self, events: list[str], *, finish: bool = True) -> None:
+            """Send server-sent events as chunks; with ``finish``, the end of the chunked body."""
+            try:
+                for event in events:
+                    data = f"data: {event}\n\n".encode("utf-8")
+                    self.wfile.write(b"%X\r\n%s\r\n" % (len(data), data))
+                    self.wfile.flush()
+                if finish:
+                    self.wfile.write(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client stopped reading early; nothing left to do
+
+        def _send_stream(self, request: dict, reply: dict) -> None:
+            """Send a reply as Server-Sent Events using chunked transfer encoding."""
+            self._start_stream()
+            events = [json.dumps(chunk, ensure_ascii=False) for chunk in _chunks(request, reply)]
+            self._send_events([*events, "[DONE]"])
+
+        def _send_raw(self, raw: RawBody, *, streamed: bool) -> None:
+            """Send a body that is not what the client asked for: verbatim, or as a stream's one event."""
+            if streamed:
+                self._start_stream(raw.status)
+                self._send_events([raw.text, "[DONE]"])
+                return
+            data = raw.text.encode("utf-8")
+            self.send_response(raw.status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.send_header("Connection", "close")
@@ -496,23 +613,21 @@ def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
             self.close_connection = True
 
-        def _send_stream(self, request: dict, reply: dict) -> None:
-            """Send a reply as Server-Sent Events using chunked transfer encoding."""
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.send_header("Connection", "close")
-            self.end_headers()
+        def _send_cut(self, request: dict, cut: CutStream) -> None:
+            """Send the start of a reply and close the connection: the stream's first events, or half the body."""
+            if request.get("stream"):
+                self._start_stream()
+                events = [json.dumps(chunk, ensure_ascii=False) for chunk in _chunks(request, cut.reply)]
+                self._send_events(events[: cut.after], finish=False)
+            else:
+                data = json.dumps(_completion(request, cut.reply), ensure_ascii=False).encode("utf-8")
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data[: len(data) // 2])
+                self.wfile.flush()
             self.close_connection = True
-            events = [json.dumps(chunk, ensure_ascii=False) for chunk in _chunks(request, reply)]
-            try:
-                for event in [*events, "[DONE]"]:
-                    data = f"data: {event}\n\n".encode("utf-8")
-                    self.wfile.write(b"%X\r\n%s\r\n" % (len(data), data))
-                    self.wfile.flush()
-                self.wfile.write(b"0\r\n\r\n")
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client stopped reading early; nothing left to do
+            self.connection.shutdown(socket.SHUT_RDWR)
 
     return Handler

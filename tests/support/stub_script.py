@@ -3,9 +3,9 @@
 from collections import defaultdict
 from collections.abc import Callable
 
-from tests.support.openai_stub import StubError, system_text, tool_calls_reply, tool_names
+from tests.support.openai_stub import Outcome, StubError, system_text, tool_calls_reply, tool_names
 
-Reply = dict | StubError | Callable[[dict], dict | StubError]
+Reply = Outcome | Callable[[dict], Outcome]
 
 
 def kind_of(request: dict) -> str:
@@ -30,7 +30,16 @@ class Script:
 
     def __init__(self) -> None:
         self.replies: dict[str, list[Reply]] = defaultdict(list)
+        self.standing: dict[str, Reply] = {}
         self.seen: list[str] = []
+
+    def keep(self, kind: str, reply: Reply | None) -> None:
+        """Answer requests of `kind` with `reply` whenever its queue is empty (None: stop), like a model that
+        keeps answering the same way however often it is asked."""
+        if reply is None:
+            self.standing.pop(kind, None)
+        else:
+            self.standing[kind] = reply
 
     def add(self, kind: str, *replies: Reply) -> None:
         """Queue replies for one kind of request (chat, profile, todo, instructions, or another kind's schema name)."""
@@ -40,13 +49,16 @@ class Script:
         """How many queued replies each kind has not used yet."""
         return {kind: len(replies) for kind, replies in self.replies.items() if replies}
 
-    def __call__(self, request: dict) -> dict | StubError:
+    def __call__(self, request: dict) -> Outcome:
         """Answer a request with the next reply queued for its kind."""
         kind = kind_of(request)
         self.seen.append(kind)
-        if not self.replies[kind]:
+        if self.replies[kind]:
+            reply = self.replies[kind].pop(0)
+        elif kind in self.standing:
+            reply = self.standing[kind]
+        else:
             return StubError(500, f"no scripted reply for {kind}")
-        reply = self.replies[kind].pop(0)
         return reply(request) if callable(reply) else reply
 
 

@@ -1,19 +1,13 @@
-// The memory page: sign in, show one user's memories, edit them, undo changes, and follow the agent's changes.
+// The memory page: sign in, show one user's memories of every declared kind, edit them, undo changes, and follow
+// the agent's changes. Every kind is drawn and edited from its JSON schema by the same code (the ToDo list too).
 // Talks only to this server's /memories/api/ endpoints; builds every element with textContent, never HTML.
 "use strict";
 
 const API = "memories/api/";
 const POLL_MS = 4000;
 const HISTORY_STEP = 50;
-const OPEN = ["not started", "in progress"];
-const STATUSES = ["not started", "in progress", "done", "archived"];
 const ACTIONS = { created: "added", updated: "changed", deleted: "deleted" };
 const UNDONE = { created: "restored (undo)", updated: "changed back (undo)", deleted: "removed again (undo)" };
-const FIELD_NAMES = {
-  task: "task", status: "status", deadline: "deadline", time_to_complete: "time to complete",
-  solutions: "solutions", name: "name", location: "location", job: "job", connections: "connections",
-  interests: "interests", memory: "text",
-};
 const SAVED = { token: "maistro.memories.token", user: "maistro.memories.user" };
 
 const state = {
@@ -25,10 +19,7 @@ const state = {
   etag: null,
   results: null,
   editing: null,
-  profileBase: null,
-  profileDirty: false,
-  instructionsBase: null,
-  instructionsDirty: false,
+  filters: {},
   historyShown: HISTORY_STEP,
   timer: null,
   offline: false,
@@ -61,6 +52,10 @@ function capitalized(text) {
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
+function humanized(name) {
+  return capitalized(String(name).replace(/_/g, " "));
+}
+
 function shorten(text, length = 80) {
   const flat = String(text).replace(/\s+/g, " ").trim();
   return flat.length > length ? `${flat.slice(0, length - 1)}…` : flat;
@@ -75,15 +70,6 @@ function showProblem(text) {
   $("problem").textContent = text;
 }
 
-function isOpen(todo) {
-  return OPEN.includes(todo.value.status);
-}
-
-// What a ToDo is called in buttons and notices: its task, or its key when the stored document has no usable task.
-function todoName(todo) {
-  return typeof todo.value.task === "string" && todo.value.task ? todo.value.task : `the ToDo stored as ${todo.key}`;
-}
-
 function same(a, b) {
   return JSON.stringify(a) === JSON.stringify(b);
 }
@@ -92,9 +78,26 @@ function lines(text) {
   return text.split("\n").map((line) => line.trim()).filter(Boolean);
 }
 
+function isEmpty(value) {
+  return value === null || value === undefined || value === "" || (Array.isArray(value) && !value.length)
+    || (typeof value === "object" && !Array.isArray(value) && !Object.keys(value).length);
+}
+
+// A document without its empty fields, for telling whether an edit changed anything (as the server's history does).
+function filled(value) {
+  return Object.fromEntries(Object.entries(value || {}).filter(([, item]) => !isEmpty(item)));
+}
+
+let uniqueIds = 0;
+function uniqueId(prefix) {
+  uniqueIds += 1;
+  return `${prefix}-${uniqueIds}`;
+}
+
 // --- dates and durations -------------------------------------------------------------------------------------
 
 const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+const dayFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeZone: "UTC" });
 
 function parseDate(iso) {
   const date = new Date(iso);
@@ -104,6 +107,11 @@ function parseDate(iso) {
 function showDate(iso) {
   const date = parseDate(iso);
   return date ? dateFormat.format(date) : String(iso);
+}
+
+function showDay(iso) {
+  const date = /^\d{4}-\d{2}-\d{2}$/.test(String(iso)) ? parseDate(`${iso}T00:00:00Z`) : null;
+  return date ? dayFormat.format(date) : String(iso);
 }
 
 function pad(number) {
@@ -129,6 +137,82 @@ function showMinutes(minutes) {
   if (minutes < 60) return `${minutes} min`;
   const hours = Math.floor(minutes / 60);
   return minutes % 60 ? `${hours} h ${minutes % 60} min` : `${hours} h`;
+}
+
+// --- JSON schemas: what shape a field has ---------------------------------------------------------------------
+
+// A field's schema with `$ref`s followed, one-branch `allOf` merged, and `anyOf: [X, null]` read as optional X.
+function shape(root, schema) {
+  let current = schema || {};
+  let nullable = false;
+  for (let depth = 0; depth < 20; depth += 1) {
+    const { $ref, allOf, anyOf, ...annotations } = current;
+    if ($ref) {
+      current = { ...(root.$defs || {})[$ref.split("/").pop()], ...annotations };
+    } else if (allOf && allOf.length === 1) {
+      current = { ...allOf[0], ...annotations };
+    } else if (anyOf && anyOf.some((option) => option.type === "null") && anyOf.length === 2) {
+      nullable = true;
+      current = { ...anyOf.find((option) => option.type !== "null"), ...annotations };
+    } else {
+      break;
+    }
+  }
+  return { ...current, nullable: nullable || current.type === "null" };
+}
+
+// What a field is, for drawing and editing it: text, date-time, date, time, integer, number, boolean, choice,
+// lines (a list of plain values), choices (a list of enum values), records (a list of objects), record, or json.
+function fieldType(root, field) {
+  if (field.enum) return "choice";
+  if (field.type === "string") return ["date-time", "date", "time"].includes(field.format) ? field.format : "text";
+  if (["integer", "number", "boolean"].includes(field.type)) return field.type;
+  if (field.type === "array") {
+    const items = shape(root, field.items);
+    if (items.enum) return "choices";
+    if (items.type === "object" && items.properties) return "records";
+    if (["string", "integer", "number"].includes(items.type)) return "lines";
+    return "json";
+  }
+  if (field.type === "object" && field.properties) return "record";
+  return "json";
+}
+
+function properties(root, schema) {
+  return Object.entries(schema.properties || {}).map(([name, field]) => ({ name, field: shape(root, field) }));
+}
+
+// A field's unit when its description gives one, "(minutes)" as the ToDo's time to complete does.
+function unitOf(field) {
+  const found = /\((minutes)\)/i.exec(field.description || "");
+  return found ? found[1].toLowerCase() : "";
+}
+
+function fieldLabel(name, field) {
+  const unit = unitOf(field);
+  return unit && !name.toLowerCase().includes(unit) ? `${humanized(name)} (${unit})` : humanized(name);
+}
+
+// A value as the page writes it in a sentence or a table cell: dates readable, lists and records flattened.
+function showValue(root, field, value) {
+  if (isEmpty(value)) return "none";
+  const type = fieldType(root, field);
+  if (type === "date-time") return showDate(value);
+  if (type === "date") return showDay(value);
+  if (type === "boolean" && typeof value === "boolean") return value ? "yes" : "no";
+  if ((type === "integer" || type === "number") && unitOf(field) === "minutes" && typeof value === "number") return showMinutes(value);
+  if (Array.isArray(value)) {
+    const items = field.items ? shape(root, field.items) : {};
+    return shorten(value.map((item) => showValue(root, items, item)).join(", "), 80);
+  }
+  if (typeof value === "object") {
+    const shown = Object.entries(value).filter(([, item]) => !isEmpty(item)).map(([name, item]) => {
+      const inner = field.properties && field.properties[name] ? shape(root, field.properties[name]) : {};
+      return `${humanized(name).toLowerCase()} ${showValue(root, inner, item)}`;
+    });
+    return shorten(`(${shown.join(", ")})`, 80);
+  }
+  return shorten(value, 80);
 }
 
 // --- talking to the server -----------------------------------------------------------------------------------
@@ -163,17 +247,24 @@ async function api(method, path, body, headers = {}) {
   return { status: response.status, data, etag: response.headers.get("ETag") };
 }
 
-// Run one change; on success show `done(result)` and reload, on a conflict reload, and always re-enable the button.
-async function change(button, request, done) {
+function documentPath(kind, key) {
+  return `kinds/${encodeURIComponent(kind.name)}/documents/${encodeURIComponent(key)}`;
+}
+
+// Run one change; on success show `describe(result)` and reload (`fromEditor`: with the editor closed), on a
+// conflict close the editor and reload, and always re-enable the button. A write the server found to change
+// nothing (`saved: false`) says so.
+async function change(button, request, describe, fromEditor = false) {
   if (button) button.disabled = true;
   try {
     const { data } = await request();
-    let text = data.saved ? done(data) : "Nothing changed.";
+    let text = data.saved === false ? "Nothing changed." : describe(data);
     if (data.secrets && data.secrets.length) text += ` Left out as secret: ${data.secrets.join(", ")}.`;
+    if (fromEditor) state.editing = null;
     showNotice(text);
     return true;
   } catch (error) {
-    if (error.status === 409) Object.assign(state, { editing: null, profileDirty: false, instructionsDirty: false });
+    if (error.status === 409) state.editing = null;
     if (!handleLoss(error)) showProblem(error.message);
     return false;
   } finally {
@@ -226,159 +317,441 @@ function keepingFocus(draw) {
 
 function render() {
   keepingFocus(() => {
-    if (state.editing === null) renderTodos();
-    if (!state.profileDirty) fillProfile();
-    if (!state.instructionsDirty) fillInstructions();
-    renderOtherKinds();
+    renderSections();
+    renderKinds();
     renderHistory();
   });
 }
 
-// --- ToDos ---------------------------------------------------------------------------------------------------
+// --- the memory kinds: one panel each, drawn from the kind's JSON schema ---------------------------------------
 
-function visibleTodos() {
-  const source = state.results ? state.results.todos : state.view.todos;
-  const filter = $("status-filter").value;
-  if (filter === "all") return source;
-  if (filter === "open") return source.filter(isOpen);
-  return source.filter((todo) => todo.value.status === filter);
+function kindNamed(name) {
+  return state.view.kinds.find((kind) => kind.name === name);
 }
 
-function renderTodos() {
-  state.editing = null;
-  const todos = state.view.todos;
-  const open = todos.filter(isOpen).length;
-  $("todo-count").textContent = `(${open} open, ${todos.length} in all)`;
-  const shown = visibleTodos();
-  $("todo-list").replaceChildren(...shown.map(todoCard));
-  const empty = $("todo-empty");
-  empty.hidden = shown.length > 0;
-  empty.textContent = todos.length
-    ? "No ToDo matches this status or search."
-    : "No ToDos yet. Tell the agent about something you need to do, and it appears here.";
+function panelId(kind) {
+  return `kind-${kind.name}`;
 }
 
-// A stored ToDo that does not fit its schema: shown as it is, with what is wrong, and only deleting it offered.
-function invalidCard(todo, index) {
-  const id = `todo-${index}`;
-  const name = todoName(todo);
-  return el("li", { class: "todo invalid", "data-key": todo.key, "aria-labelledby": id },
-    el("h3", { id, text: `Not a valid ToDo: ${shorten(name, 60)}` }),
-    el("p", { class: "problem-text", text: `This stored document does not fit the ToDo schema (${todo.problem}), so it cannot be edited here. Delete it, or fix it where it came from.` }),
-    el("pre", { class: "raw", text: JSON.stringify(todo.value, null, 2) }),
-    el("div", { class: "buttons" },
-      el("button", { type: "button", class: "danger", "data-focus": `${todo.key}:delete`, "aria-label": `Delete: ${name}`, text: "Delete", onclick: (event) => removeTodo(todo, event.currentTarget) }),
-    ),
+// The schema of a collection's `status_field` when its documents can be closed and reopened (a choice with open
+// and closed values), or null. The ToDo list's is `status`: "not started" and "in progress" are open.
+function statusField(kind) {
+  const declared = kind.collection && kind.status_field && kind.schema.properties ? kind.schema.properties[kind.status_field] : null;
+  const field = declared ? shape(kind.schema, declared) : null;
+  return field && field.enum && kind.open_statuses.length && field.enum.some((value) => !kind.open_statuses.includes(value)) ? field : null;
+}
+
+function isClosed(kind, value) {
+  return Boolean(kind.status_field) && isRecord(value) && !kind.open_statuses.includes(value[kind.status_field]);
+}
+
+// The value that closes a document: the first closed choice ("done" for a ToDo).
+function closingStatus(kind, field) {
+  return field.enum.find((value) => !kind.open_statuses.includes(value));
+}
+
+// What a document is called in buttons, headings and notices: its summary field, or its key when that is empty.
+function documentName(kind, entry) {
+  if (!kind.collection) return capitalized(kind.title);
+  const summary = entry.value ? entry.value[kind.summary_field] : null;
+  return typeof summary === "string" && summary ? summary : `the ${kind.label} stored as ${entry.key}`;
+}
+
+function renderSections() {
+  $("search-form").hidden = !state.view.kinds.some((kind) => kind.searchable);
+  $("sections").replaceChildren(
+    ...state.view.kinds.map((kind) => el("a", { href: `#${panelId(kind)}`, text: capitalized(kind.title) })),
+    el("a", { href: "#history", text: "History" }),
   );
 }
 
-function todoCard(todo, index) {
-  if (todo.problem) return invalidCard(todo, index);
-  const value = todo.value;
-  const closed = !isOpen(todo);
-  const id = `todo-${index}`;
-  const deadline = value.deadline ? parseDate(value.deadline) : null;
-  const late = deadline && !closed && deadline.getTime() < Date.now();
-  const details = el("dl", {},
-    el("dt", { text: "Deadline" }),
-    el("dd", {}, value.deadline ? showDate(value.deadline) : "none", late ? el("span", { class: "late", text: " · overdue" }) : null),
-    el("dt", { text: "Time to complete" }),
-    el("dd", { text: value.time_to_complete ? showMinutes(value.time_to_complete) : "not estimated" }),
+// Each panel is drawn afresh, but the one holding an open editor is left alone (what the user typed stays, and
+// so does the keyboard focus).
+function renderKinds() {
+  const container = $("kinds");
+  const wanted = new Set(state.view.kinds.map(panelId));
+  for (const child of [...container.children]) if (!wanted.has(child.id)) child.remove();
+  let previous = null;
+  for (const kind of state.view.kinds) {
+    const existing = $(panelId(kind));
+    const panel = existing && state.editing && state.editing.kind === kind.name ? existing : kindPanel(kind);
+    if (existing && existing !== panel) existing.replaceWith(panel);
+    else if (!existing) {
+      if (previous) previous.after(panel);
+      else container.prepend(panel);
+    }
+    previous = panel;
+  }
+}
+
+function entriesShown(kind) {
+  const all = state.view.documents[kind.name] || [];
+  let shown = state.results && kind.searchable ? state.results.results.filter((found) => found.kind === kind.name) : all;
+  const filter = state.filters[kind.name] || "all";
+  if (filter === "open") shown = shown.filter((entry) => !isClosed(kind, entry.value));
+  else if (filter !== "all") shown = shown.filter((entry) => isRecord(entry.value) && entry.value[kind.status_field] === filter);
+  return shown;
+}
+
+function statusFilter(kind, status) {
+  const id = `${panelId(kind)}-status`;
+  const select = el("select", { id, "data-focus": id, onchange: (event) => { state.filters[kind.name] = event.currentTarget.value; render(); } },
+    el("option", { value: "all", text: "All (open first)" }),
+    el("option", { value: "open", text: "Open" }),
+    status.enum.map((value) => el("option", { value, text: capitalized(String(value)) })),
   );
-  const solutions = (value.solutions || []).length
-    ? el("ul", { "aria-label": "Solutions" }, value.solutions.map((solution) => el("li", { text: solution })))
+  select.value = state.filters[kind.name] || "all";
+  return el("div", { class: "field filter" }, el("label", { for: id, text: "Status" }), select);
+}
+
+function kindPanel(kind) {
+  const id = panelId(kind);
+  const all = state.view.documents[kind.name] || [];
+  const status = kind.collection ? statusField(kind) : null;
+  const count = !kind.collection ? null
+    : status ? `(${all.filter((entry) => !isClosed(kind, entry.value)).length} open, ${all.length} in all)` : `(${all.length})`;
+  const heading = el("h2", { id: `${id}-title`, tabindex: -1 }, capitalized(kind.title), count ? el("span", { class: "count", text: ` ${count}` }) : null);
+  const panel = el("section", { id, class: "panel", "aria-labelledby": `${id}-title` }, heading,
+    el("p", { class: "hint", text: capitalized(kind.description) }));
+  if (kind.collection) {
+    const shown = entriesShown(kind);
+    panel.append(el("div", { class: "tools" },
+      status ? statusFilter(kind, status) : null,
+      el("button", { type: "button", "data-focus": `${kind.name}:add`, text: `Add ${kind.label}`, onclick: () => openEditor(kind, null, panel) }),
+    ));
+    const list = el("ul", { class: "cards" }, shown.map((entry) => documentCard(kind, entry)));
+    panel.append(list);
+    if (!shown.length) {
+      panel.append(el("p", { class: "empty", text: all.length ? `No ${kind.label} matches this status or search.` : `No ${kind.title} yet.` }));
+    }
+  } else {
+    const entry = all[0] || { key: kind.key, value: null, problem: null };
+    panel.append(el("ul", { class: "cards single" }, documentCard(kind, entry)));
+  }
+  return panel;
+}
+
+// --- one document: a card showing it, with its buttons --------------------------------------------------------
+
+// A document's fields as a table (`kind`: the document's kind, for its status and deadline; null for a nested
+// record).
+function fieldsList(root, schema, value, kind = null) {
+  return el("dl", {}, properties(root, schema).flatMap(({ name, field }) => [
+    el("dt", { text: humanized(name) }),
+    el("dd", {}, fieldValue(root, name, field, value[name], value, kind)),
+  ]));
+}
+
+// One field's value in a card: lists as lists, records as nested tables, the status as a badge, and a deadline
+// passed on an open document marked.
+function fieldValue(root, name, field, value, document, kind) {
+  const type = fieldType(root, field);
+  if (type === "records" && Array.isArray(value) && value.length) {
+    const items = shape(root, field.items);
+    return el("ul", { class: "records" }, value.map((item) => el("li", {}, isRecord(item) ? fieldsList(root, items, item) : showValue(root, items, item))));
+  }
+  if (type === "record" && isRecord(value)) return fieldsList(root, field, value);
+  if (type === "lines" && Array.isArray(value) && value.length) {
+    return el("ul", { "aria-label": humanized(name) }, value.map((item) => el("li", { text: String(item) })));
+  }
+  if (kind && name === kind.status_field && !isEmpty(value)) return el("span", { class: "status", text: String(value) });
+  const late = kind && name === kind.deadline_field && !isEmpty(value) && !isClosed(kind, document)
+    && parseDate(value) && parseDate(value).getTime() < Date.now();
+  return [showValue(root, field, value), late ? el("span", { class: "late", text: " · overdue" }) : null];
+}
+
+function isRecord(value) {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+function documentCard(kind, entry) {
+  const name = documentName(kind, entry);
+  const id = uniqueId("card");
+  const focus = `${kind.name}:${entry.key}`;
+  const status = entry.problem ? null : statusField(kind);
+  const closed = status && isClosed(kind, entry.value);
+  const card = el("li", { class: ["card", closed ? "closed" : "", entry.problem ? "invalid" : ""].filter(Boolean).join(" "), "data-key": entry.key, "aria-labelledby": kind.collection ? id : null });
+  if (kind.collection) card.append(el("h3", { id, text: entry.problem ? `Not a valid ${kind.label}: ${shorten(name, 60)}` : name }));
+  if (entry.problem) {
+    const replaces = kind.collection ? "saving the editor's form replaces it" : "saving the form replaces it";
+    card.append(
+      el("p", { class: "problem-text", text: `What is stored as your ${kind.collection ? kind.label : kind.title} does not fit its schema (${entry.problem}); ${replaces}.` }),
+      el("pre", { class: "raw", text: JSON.stringify(entry.value, null, 2) }),
+    );
+  } else if (entry.value === null) {
+    card.append(el("p", { class: "empty", text: `No ${kind.title} yet.` }));
+  } else if (kind.text) {
+    card.append(el("p", { class: "text", text: typeof entry.value.memory === "string" ? entry.value.memory : "" }));
+  } else {
+    const schema = kind.collection ? { ...kind.schema, properties: Object.fromEntries(Object.entries(kind.schema.properties || {}).filter(([field]) => field !== kind.summary_field)) } : kind.schema;
+    card.append(fieldsList(kind.schema, schema, entry.value, kind));
+  }
+  const closing = status ? closingStatus(kind, status) : null;
+  const toggle = status
+    ? closed
+      ? el("button", { type: "button", class: "quiet", "data-focus": `${focus}:toggle`, "aria-label": `Reopen: ${name}`, text: "Reopen", onclick: (event) => setStatus(kind, entry, kind.open_statuses[0], event.currentTarget) })
+      : el("button", { type: "button", "data-focus": `${focus}:toggle`, "aria-label": `Mark ${closing}: ${name}`, text: `Mark ${closing}`, onclick: (event) => setStatus(kind, entry, closing, event.currentTarget) })
     : null;
-  const task = value.task;
-  const toggle = closed
-    ? el("button", { type: "button", class: "quiet", "data-focus": `${todo.key}:toggle`, "aria-label": `Reopen: ${task}`, text: "Reopen", onclick: (event) => setStatus(todo, "not started", event.currentTarget) })
-    : el("button", { type: "button", "data-focus": `${todo.key}:toggle`, "aria-label": `Mark done: ${task}`, text: "Mark done", onclick: (event) => setStatus(todo, "done", event.currentTarget) });
-  const card = el("li", { class: closed ? "todo closed" : "todo", "data-key": todo.key, "aria-labelledby": id },
-    el("h3", { id, text: task }),
-    el("span", { class: "status", text: value.status }),
-    details,
-    solutions,
-    el("div", { class: "buttons" },
-      toggle,
-      el("button", { type: "button", class: "quiet", "data-focus": `${todo.key}:edit`, "aria-label": `Edit: ${task}`, text: "Edit", onclick: () => openEditor(todo, card) }),
-      el("button", { type: "button", class: "danger", "data-focus": `${todo.key}:delete`, "aria-label": `Delete: ${task}`, text: "Delete", onclick: (event) => removeTodo(todo, event.currentTarget) }),
-    ),
-  );
+  card.append(el("div", { class: "buttons" },
+    toggle,
+    el("button", { type: "button", class: "quiet", "data-focus": `${focus}:edit`, "aria-label": `Edit: ${name}`, text: "Edit", onclick: () => openEditor(kind, entry, card) }),
+    kind.collection
+      ? el("button", { type: "button", class: "danger", "data-focus": `${focus}:delete`, "aria-label": `Delete: ${name}`, text: "Delete", onclick: (event) => removeDocument(kind, entry, event.currentTarget) })
+      : null,
+  ));
   return card;
 }
 
-function setStatus(todo, status, button) {
-  const verb = status === "done" ? "Marked done" : "Reopened";
-  return change(button, () => api("PATCH", `todos/${encodeURIComponent(todo.key)}`, { value: { status }, base: todo.value }),
-    () => `${verb}: ${quoted(todo.value.task)}.`);
+function setStatus(kind, entry, status, button) {
+  const verb = kind.open_statuses.includes(status) ? "Reopened" : `Marked ${status}`;
+  return change(button, () => api("PATCH", documentPath(kind, entry.key), { value: { [kind.status_field]: status }, base: entry.value }),
+    () => `${verb}: ${quoted(documentName(kind, entry))}.`);
 }
 
-async function removeTodo(todo, button) {
-  const removed = await change(button, () => api("DELETE", `todos/${encodeURIComponent(todo.key)}`),
-    () => `Deleted ${quoted(todoName(todo))}. To bring it back, undo the change in the history below.`);
-  if (removed) $("todos-title").focus();
+async function removeDocument(kind, entry, button) {
+  const removed = await change(button, () => api("DELETE", documentPath(kind, entry.key), { base: entry.value }),
+    () => `Deleted ${quoted(documentName(kind, entry))}. To bring it back, undo the change in the history below.`);
+  if (removed) $(`${panelId(kind)}-title`).focus();
 }
 
-function field(id, label, control) {
+// --- editing: a form generated from the schema -----------------------------------------------------------------
+
+class FormProblem extends Error {}
+
+function withHint(field, id) {
+  return field.description ? el("p", { id: `${id}-hint`, class: "hint", text: field.description }) : null;
+}
+
+function labelled(id, label, field, control) {
   control.id = id;
-  return el("div", { class: "field" }, el("label", { for: id, text: label }), control);
+  if (field.description) control.setAttribute("aria-describedby", `${id}-hint`);
+  return el("div", { class: "field" }, el("label", { for: id, text: label }), control, withHint(field, id));
 }
 
-function openEditor(todo, card) {
-  if (state.editing !== null) closeEditor(false);
-  state.editing = todo.key;
-  const value = todo.value;
-  const task = el("input", { type: "text", required: true, value: value.task });
-  const status = el("select", {}, STATUSES.map((name) => el("option", { value: name, text: name, selected: name === value.status })));
-  const deadline = el("input", { type: "datetime-local", value: localInput(value.deadline) });
-  const minutes = el("input", { type: "number", min: 1, step: 1, inputmode: "numeric", value: value.time_to_complete ?? "" });
-  const solutions = el("textarea", { rows: 3 });
-  solutions.value = (value.solutions || []).join("\n");
-  const form = el("form", { "aria-label": `Edit ${value.task}` },
-    field("edit-task", "Task", task),
-    field("edit-status", "Status", status),
-    field("edit-deadline", "Deadline (your time zone; empty for none)", deadline),
-    field("edit-minutes", "Time to complete (minutes)", minutes),
-    field("edit-solutions", "Solutions (one per line)", solutions),
+// A control for one field: `{ node, read }`, where `read()` gives the field's value from what the user typed
+// (or throws a FormProblem saying what is wrong). `value` is the stored value, or undefined for a new document.
+function control(root, name, field, value, required, label = fieldLabel(name, field), multiline = false) {
+  const id = uniqueId(`edit-${name}`);
+  const type = fieldType(root, field);
+  const initial = value === undefined ? field.default : value;
+  // What a field left empty is: null when it may be, else its default, else "" for text (the server says why
+  // that is wrong, if it is).
+  const empty = field.nullable ? null : field.default !== undefined ? field.default : type === "text" ? "" : null;
+  if (type === "choice") {
+    const blank = field.nullable || (initial === undefined && !required);
+    const select = el("select", {},
+      blank ? el("option", { value: "", text: "—" }) : null,
+      field.enum.map((option, index) => el("option", { value: String(index), text: String(option), selected: same(option, initial) })));
+    if (initial === undefined || initial === null) select.value = blank ? "" : "0";
+    return { node: labelled(id, label, field, select), read: () => (select.value === "" ? null : field.enum[Number(select.value)]) };
+  }
+  if (type === "boolean" && !field.nullable) {
+    const box = el("input", { type: "checkbox", checked: initial === true });
+    box.id = id;
+    return { node: el("div", { class: "field check" }, box, el("label", { for: id, text: label }), withHint(field, id)), read: () => box.checked };
+  }
+  if (type === "boolean") {
+    const select = el("select", {}, el("option", { value: "", text: "—" }), el("option", { value: "yes", text: "yes" }), el("option", { value: "no", text: "no" }));
+    select.value = initial === true ? "yes" : initial === false ? "no" : "";
+    return { node: labelled(id, label, field, select), read: () => (select.value === "" ? null : select.value === "yes") };
+  }
+  if (type === "integer" || type === "number") {
+    const input = el("input", { type: "number", step: type === "integer" ? 1 : "any", min: field.minimum ?? field.exclusiveMinimum, max: field.maximum ?? field.exclusiveMaximum, inputmode: type === "integer" ? "numeric" : "decimal" });
+    input.value = typeof initial === "number" ? String(initial) : "";
+    return {
+      node: labelled(id, label, field, input),
+      read: () => {
+        if (input.value === "") return empty;
+        const number = Number(input.value);
+        if (!Number.isFinite(number)) throw new FormProblem(`${label} must be a number.`);
+        return number;
+      },
+    };
+  }
+  if (type === "date-time") {
+    const input = el("input", { type: "datetime-local" });
+    input.value = typeof initial === "string" ? localInput(initial) : "";
+    const shown = input.value;
+    return { node: labelled(id, `${label} (your time zone${field.nullable ? "; empty for none" : ""})`, field, input), read: () => (input.value === shown && typeof initial === "string" ? initial : isoFromInput(input.value) ?? empty) };
+  }
+  if (type === "date" || type === "time") {
+    const input = el("input", { type });
+    input.value = typeof initial === "string" ? initial : "";
+    return { node: labelled(id, label, field, input), read: () => input.value || empty };
+  }
+  if (type === "text") {
+    const attributes = { required: required && !field.nullable, minlength: field.minLength, maxlength: field.maxLength };
+    const input = multiline ? el("textarea", { rows: 4, ...attributes }) : el("input", { type: "text", ...attributes });
+    input.value = typeof initial === "string" ? initial : "";
+    return { node: labelled(id, label, field, input), read: () => input.value.trim() || empty };
+  }
+  if (type === "lines") {
+    const items = shape(root, field.items);
+    const area = el("textarea", { rows: 3 });
+    area.value = Array.isArray(initial) ? initial.join("\n") : "";
+    return {
+      node: labelled(id, `${label} (one per line)`, field, area),
+      read: () => lines(area.value).map((line) => {
+        if (items.type === "string") return line;
+        const number = Number(line);
+        if (!Number.isFinite(number)) throw new FormProblem(`Each line of ${label} must be a number.`);
+        return number;
+      }),
+    };
+  }
+  if (type === "choices") {
+    const items = shape(root, field.items);
+    const boxes = items.enum.map((option) => {
+      const box = el("input", { type: "checkbox", id: uniqueId(`edit-${name}`), checked: Array.isArray(initial) && initial.some((chosen) => same(chosen, option)) });
+      return { option, box, node: el("div", { class: "check" }, box, el("label", { for: box.id, text: String(option) })) };
+    });
+    return { node: el("fieldset", { class: "choices" }, el("legend", { text: label }), boxes.map((choice) => choice.node)), read: () => boxes.filter((choice) => choice.box.checked).map((choice) => choice.option) };
+  }
+  if (type === "record") return recordControl(root, field, isRecord(initial) ? initial : undefined, label, field.nullable);
+  if (type === "records") return recordsControl(root, name, field, Array.isArray(initial) ? initial : [], label);
+  const area = el("textarea", { rows: 4, spellcheck: "false" });
+  area.value = initial === undefined ? "" : JSON.stringify(initial, null, 2);
+  return {
+    node: labelled(id, `${label} (JSON)`, field, area),
+    read: () => {
+      if (!area.value.trim()) return empty;
+      try {
+        return JSON.parse(area.value);
+      } catch {
+        throw new FormProblem(`${label} is not valid JSON.`);
+      }
+    },
+  };
+}
+
+// The fields of an object, in a fieldset; an optional one left empty is null (so none of its fields is required
+// of the browser's form check).
+function recordControl(root, schema, value, label, nullable) {
+  const required = nullable ? [] : schema.required || [];
+  const controls = properties(root, schema).map(({ name, field }) => ({ name, ...control(root, name, field, value ? value[name] : undefined, required.includes(name)) }));
+  const read = () => {
+    const record = Object.fromEntries(controls.map((part) => [part.name, part.read()]));
+    return nullable && Object.values(record).every(isEmpty) ? null : record;
+  };
+  const node = label === null ? el("div", { class: "fields" }, controls.map((part) => part.node))
+    : el("fieldset", { class: "fields" }, el("legend", { text: label }), controls.map((part) => part.node));
+  return { node, read };
+}
+
+// A list of objects: one fieldset per item, each with its Remove button, and a button adding one more.
+function recordsControl(root, name, field, values, label) {
+  const items = shape(root, field.items);
+  const itemName = humanized(items.title || name).toLowerCase();
+  const rows = [];
+  const list = el("ol", { class: "records" });
+  // Each item's legend and Remove button say its place in the list, renumbered when one is removed.
+  const renumber = () => rows.forEach((row, index) => {
+    row.legend.textContent = `${capitalized(itemName)} ${index + 1}`;
+    row.remove.setAttribute("aria-label", `Remove ${itemName} ${index + 1}`);
+  });
+  const add = (value) => {
+    const row = recordControl(root, items, value, null, false);
+    row.legend = el("legend");
+    row.remove = el("button", { type: "button", class: "quiet", text: "Remove", onclick: () => {
+      rows.splice(rows.indexOf(row), 1);
+      row.item.remove();
+      renumber();
+      addButton.focus();
+    } });
+    row.item = el("li", {}, el("fieldset", {}, row.legend, row.node, el("div", { class: "buttons" }, row.remove)));
+    rows.push(row);
+    list.append(row.item);
+    renumber();
+    return row;
+  };
+  const addButton = el("button", { type: "button", class: "quiet", text: `Add ${itemName}`, onclick: () => {
+    const row = add(undefined);
+    const first = row.item.querySelector("input, select, textarea");
+    if (first) first.focus();
+  } });
+  values.forEach((value) => add(isRecord(value) ? value : undefined));
+  return {
+    node: el("fieldset", { class: "list" }, el("legend", { text: label }), withHint(field, uniqueId("list")), list, addButton),
+    read: () => rows.map((row) => row.read()),
+  };
+}
+
+// The editor of one document (`entry` null: a new one of a collection), in place of its card or at the top of
+// its panel's list.
+function openEditor(kind, entry, where) {
+  if (state.editing) closeEditor(false);
+  const key = entry ? entry.key : null;
+  state.editing = { kind: kind.name, key };
+  const stored = entry && entry.value && !entry.problem ? entry.value : entry && isRecord(entry.value) ? entry.value : undefined;
+  const name = entry ? documentName(kind, entry) : `new ${kind.label}`;
+  const fields = kind.text
+    ? control(kind.schema, "memory", shape(kind.schema, kind.schema.properties.memory), stored ? stored.memory : undefined, true, capitalized(kind.description), true)
+    : recordControl(kind.schema, kind.schema, stored, null, false);
+  const form = el("form", { class: "editor", "aria-label": entry ? `Edit ${name}` : `Add a ${kind.label}` },
+    fields.node,
     el("div", { class: "buttons" },
-      el("button", { type: "submit", text: "Save" }),
+      el("button", { type: "submit", text: kind.collection ? "Save" : `Save ${kind.title}` }),
       el("button", { type: "button", class: "quiet", text: "Cancel", onclick: () => closeEditor(true) }),
     ),
   );
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
-    const edited = {
-      task: task.value.trim(),
-      status: status.value,
-      deadline: deadline.value === localInput(value.deadline) ? value.deadline ?? null : isoFromInput(deadline.value),
-      time_to_complete: minutes.value === "" ? null : Number(minutes.value),
-      solutions: lines(solutions.value),
-    };
-    const fields = Object.fromEntries(Object.entries(edited).filter(([name, next]) => !same(next, value[name] ?? null)));
-    if (!Object.keys(fields).length) {
+    let value;
+    try {
+      value = kind.text ? { memory: fields.read() } : fields.read();
+    } catch (error) {
+      if (!(error instanceof FormProblem)) throw error;
+      showProblem(error.message);
+      return;
+    }
+    if (entry && entry.value && !entry.problem && same(filled(value), filled(entry.value))) {
       closeEditor(true);
       showNotice("Nothing changed.");
       return;
     }
-    const saved = await change(form.querySelector("button[type=submit]"),
-      () => api("PATCH", `todos/${encodeURIComponent(todo.key)}`, { value: fields, base: value }),
-      () => `Saved ${quoted(edited.task)}.`);
-    if (saved) closeEditor(true);
+    const button = form.querySelector("button[type=submit]");
+    const request = entry
+      ? () => api("PUT", documentPath(kind, entry.key), { value, base: entry.value })
+      : () => api("POST", `kinds/${encodeURIComponent(kind.name)}/documents`, { value });
+    const saved = await change(button, request, (data) => {
+      if (!kind.collection) return `Saved your ${kind.title}.`;
+      const called = documentName(kind, { key: data.key, value: data.value });
+      return entry ? `Saved ${quoted(called)}.` : `Added ${kind.label} ${quoted(called)}.`;
+    }, true);
+    if (saved) refocus(kind.name, key);
   });
   form.addEventListener("keydown", (event) => {
     if (event.key === "Escape") closeEditor(true);
   });
-  card.replaceChildren(form);
-  task.focus();
+  if (entry) {
+    where.classList.add("editing");
+    where.replaceChildren(form);
+  } else {
+    const card = el("li", { class: "card editing" }, form);
+    const list = where.querySelector(".cards");
+    list.prepend(card);
+    const empty = where.querySelector(".empty");
+    if (empty) empty.remove();
+  }
+  const first = form.querySelector("input, select, textarea");
+  if (first) first.focus();
 }
 
-function closeEditor(refocus) {
-  const key = state.editing;
-  renderTodos();
-  if (refocus && key !== null) {
-    const button = document.querySelector(`[data-focus="${CSS.escape(`${key}:edit`)}"]`);
-    if (button) button.focus();
-  }
+function closeEditor(focusBack) {
+  const editing = state.editing;
+  state.editing = null;
+  if (state.view) render();
+  if (focusBack && editing) refocus(editing.kind, editing.key);
 }
+
+// Put the keyboard focus back on the button that opened an editor (Edit, or Add for a new document).
+function refocus(kindName, key) {
+  const focus = key === null ? `${kindName}:add` : `${kindName}:${key}:edit`;
+  const button = document.querySelector(`[data-focus="${CSS.escape(focus)}"]`);
+  if (button) button.focus();
+}
+
+// --- search: every kind with indexed fields ---------------------------------------------------------------------
 
 async function search(announce = true) {
   const query = $("search").value.trim();
@@ -388,122 +761,40 @@ async function search(announce = true) {
     $("search-note").textContent = "";
     return;
   }
-  const { data } = await api("GET", `todos?query=${encodeURIComponent(query)}&limit=20`);
+  const { data } = await api("GET", `search?query=${encodeURIComponent(query)}&limit=20`);
   state.results = data;
+  const searched = state.view.kinds.filter((kind) => kind.searchable).map((kind) => kind.title).join(", ");
   const how = data.semantic
-    ? `ToDos closest in meaning to ${quoted(query)}, best first.`
-    : `ToDos whose task, solutions or status contain ${quoted(query)}.`;
+    ? `Showing the memories closest in meaning to ${quoted(query)}, best first (searched: ${searched}).`
+    : `Showing the memories that contain ${quoted(query)} (searched: ${searched}).`;
   $("search-note").textContent = how;
-  if (announce) showNotice(`${data.todos.length} found. ${how}`);
-}
-
-// --- profile and instructions --------------------------------------------------------------------------------
-
-const PROFILE_TEXT = ["name", "location", "job"];
-const PROFILE_LISTS = ["connections", "interests"];
-
-// A stored profile or instructions that does not fit its schema: say so; saving the form replaces it.
-function showStoredProblem(id, what, problem) {
-  $(id).hidden = !problem;
-  $(id).textContent = problem ? `What is stored as your ${what} does not fit its schema (${problem}); saving this form replaces it.` : "";
-}
-
-function fillProfile() {
-  const profile = state.view.profile || {};
-  state.profileBase = state.view.profile;
-  showStoredProblem("profile-problem", "profile", state.view.profile_problem);
-  for (const name of PROFILE_TEXT) $(`profile-${name}`).value = typeof profile[name] === "string" ? profile[name] : "";
-  for (const name of PROFILE_LISTS) $(`profile-${name}`).value = Array.isArray(profile[name]) ? profile[name].join("\n") : "";
-}
-
-function fillInstructions() {
-  const memory = state.view.instructions ? state.view.instructions.memory : "";
-  state.instructionsBase = state.view.instructions;
-  showStoredProblem("instructions-problem", "instructions", state.view.instructions_problem);
-  $("instructions-text").value = typeof memory === "string" ? memory : "";
-}
-
-async function saveProfile(event) {
-  event.preventDefault();
-  const value = { ...(state.profileBase || {}) };
-  for (const name of PROFILE_TEXT) value[name] = $(`profile-${name}`).value.trim() || null;
-  for (const name of PROFILE_LISTS) value[name] = lines($(`profile-${name}`).value);
-  if (await change(event.submitter, () => api("PUT", "profile", { value, base: state.profileBase }), () => "Saved your profile.")) {
-    state.profileDirty = false;
-    fillProfile();
-  }
-}
-
-async function saveInstructions(event) {
-  event.preventDefault();
-  const value = { memory: $("instructions-text").value.trim() };
-  if (await change(event.submitter, () => api("PUT", "instructions", { value, base: state.instructionsBase }), () => "Saved your instructions.")) {
-    state.instructionsDirty = false;
-    fillInstructions();
-  }
-}
-
-// --- any other memory kind (MAISTRO_MEMORY_KINDS): shown from its JSON schema ------------------------------
-
-function kindNamed(name) {
-  return state.view.kinds.find((kind) => kind.name === name);
-}
-
-function documentFields(kind, value) {
-  return el("dl", { class: "document" }, Object.entries(kind.schema.properties || {}).flatMap(([name, property]) => [
-    el("dt", { text: property.title || name }),
-    el("dd", { text: showValue(name, value[name]) }),
-  ]));
-}
-
-function documentCard(kind, entry) {
-  const problem = entry.problem ? `This ${kind.label} does not fit its schema (${entry.problem}).` : null;
-  return el("li", { class: "card" },
-    kind.text ? el("p", { text: entry.value.memory || "" }) : documentFields(kind, entry.value),
-    problem ? el("p", { class: "stored-problem", text: problem }) : null,
-  );
-}
-
-function kindPanel(kind) {
-  const entries = state.view.documents[kind.name];
-  return el("section", { id: `kind-${kind.name}`, class: "panel", "aria-labelledby": `kind-${kind.name}-title` },
-    el("h2", { id: `kind-${kind.name}-title`, text: capitalized(kind.title) },
-      kind.collection ? el("span", { class: "count", text: ` (${entries.length})` }) : null),
-    el("p", { class: "hint", text: capitalized(kind.description) }),
-    entries.length ? el("ul", { class: "cards" }, entries.map((entry) => documentCard(kind, entry)))
-      : el("p", { class: "empty", text: `No ${kind.title} yet.` }),
-  );
-}
-
-function renderOtherKinds() {
-  $("other-kinds").replaceChildren(...state.view.kinds.filter((kind) => kind.name in state.view.documents).map(kindPanel));
+  if (announce) showNotice(`${data.results.length} found. ${how}`);
 }
 
 // --- history -------------------------------------------------------------------------------------------------
-
-function showValue(name, value) {
-  if (value === null || value === undefined || value === "") return "none";
-  if (Array.isArray(value)) return value.length ? shorten(value.join(", "), 60) : "none";
-  if (name === "deadline") return showDate(value);
-  if (name === "time_to_complete") return showMinutes(value);
-  return shorten(value, 60);
-}
 
 function subject(entry) {
   const kind = kindNamed(entry.kind);
   if (!kind) return entry.kind;
   if (!kind.collection) return capitalized(kind.title);
   const stored = entry.after || entry.before || {};
-  return `${capitalized(kind.label)} ${quoted(shorten(stored[kind.summary_field] || entry.key, 60))}`;
+  const summary = stored[kind.summary_field];
+  return `${capitalized(kind.label)} ${quoted(shorten(isEmpty(summary) ? entry.key : String(summary), 60))}`;
 }
 
 function fieldChanges(entry) {
   if (entry.action !== "updated") return [];
+  const kind = kindNamed(entry.kind);
+  const root = kind ? kind.schema : {};
   const before = entry.before || {};
   const after = entry.after || {};
   return Object.keys({ ...before, ...after })
-    .filter((name) => !same(before[name] ?? null, after[name] ?? null))
-    .map((name) => `${FIELD_NAMES[name] || name}: ${showValue(name, before[name])} → ${showValue(name, after[name])}`);
+    .filter((name) => !same(isEmpty(before[name]) ? null : before[name], isEmpty(after[name]) ? null : after[name]))
+    .map((name) => {
+      const field = root.properties && root.properties[name] ? shape(root, root.properties[name]) : {};
+      const called = kind && kind.text && name === "memory" ? "text" : humanized(name).toLowerCase();
+      return `${called}: ${showValue(root, field, before[name])} → ${showValue(root, field, after[name])}`;
+    });
 }
 
 function historyItem(entry) {
@@ -520,9 +811,14 @@ function historyItem(entry) {
     ),
     el("button", {
       type: "button", class: "quiet", "data-focus": `undo:${entry.id}`, "aria-label": `Undo: ${title}`, text: "Undo",
-      onclick: (event) => change(event.currentTarget, () => api("POST", `history/${encodeURIComponent(entry.id)}/undo`), () => `Undone: ${title}.`),
+      onclick: (event) => undoChange(entry, title, event.currentTarget),
     }),
   );
+}
+
+// Undo one change; the notice names the change undone (the answer is the undo's own history entry).
+function undoChange(entry, title, button) {
+  return change(button, () => api("POST", `history/${encodeURIComponent(entry.id)}/undo`), () => `Undone: ${title}.`);
 }
 
 function renderHistory() {
@@ -554,7 +850,7 @@ function showSignIn() {
 function signOut(reason) {
   sessionStorage.removeItem(SAVED.token);
   sessionStorage.removeItem(SAVED.user);
-  Object.assign(state, { token: "", user: "", view: null, etag: null, results: null, editing: null });
+  Object.assign(state, { token: "", user: "", view: null, etag: null, results: null, editing: null, filters: {} });
   $("search").value = "";
   $("notice").textContent = "";
   showSignIn();
@@ -609,27 +905,20 @@ function wire() {
     enter();
   });
   $("sign-out").addEventListener("click", () => signOut(""));
-  $("todo-filters").addEventListener("submit", (event) => {
+  const searched = () => search().then(render, (error) => handleLoss(error) || showProblem(error.message));
+  $("search-form").addEventListener("submit", (event) => {
     event.preventDefault();
-    search().then(renderTodos, (error) => handleLoss(error) || showProblem(error.message));
+    searched();
   });
   $("clear-search").addEventListener("click", () => {
     $("search").value = "";
-    search().then(renderTodos, (error) => showProblem(error.message));
+    searched();
     $("search").focus();
   });
-  $("status-filter").addEventListener("change", renderTodos);
-  $("profile-form").addEventListener("submit", saveProfile);
-  $("profile-form").addEventListener("input", () => { state.profileDirty = true; });
-  $("profile-reset").addEventListener("click", () => { state.profileDirty = false; fillProfile(); });
-  $("instructions-form").addEventListener("submit", saveInstructions);
-  $("instructions-form").addEventListener("input", () => { state.instructionsDirty = true; });
-  $("instructions-reset").addEventListener("click", () => { state.instructionsDirty = false; fillInstructions(); });
   $("more-history").addEventListener("click", () => {
     state.historyShown += HISTORY_STEP;
     load(true).catch((error) => showProblem(error.message));
   });
-  $("todos-title").tabIndex = -1;
   document.addEventListener("visibilitychange", poll);
 }
 

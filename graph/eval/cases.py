@@ -1,0 +1,189 @@
+"""Eval cases: the conversation a case plays, how a correct model plays it, and what it must leave behind.
+
+A case is one JSON file under `graph/eval/cases/` (shipped with the package); its fields are the models below.
+`threads` are conversations in order (each a list of user turns; a new thread keeps the memories but not the
+messages). A turn's `play` is what a model that gets it right does (only the scripted players of
+`graph.eval.player` read it; a real model never sees it); `mention` are facts its reply must contain and
+`language` the language it must be in. `expect` is the memory the store must hold after the last turn, and
+`must_not_store` are strings that must appear nowhere in the store.
+"""
+
+import fnmatch
+import json
+from datetime import date
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from graph.eval.dates import resolve_date
+
+CATEGORIES = (
+    "single-fact",
+    "multi-memory",
+    "updates",
+    "completion-deletion",
+    "dates",
+    "cross-thread-recall",
+    "instructions",
+    "secrets",
+    "no-invention",
+    "chinese",
+    "long-list",
+)
+Alternatives = str | list[str]
+
+
+class CaseError(ValueError):
+    """A case file that cannot be read, or a pattern that selects no case."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TodoFields(_Strict):
+    """A ToDo as a correct model writes it."""
+
+    task: str
+    time_to_complete: int | None = None
+    deadline: str | None = Field(None, description="A date of `graph.eval.dates.resolve_date`.")
+    solutions: list[str] = Field(default_factory=list)
+    status: Literal["not started", "in progress", "done", "archived"] = "not started"
+
+
+class TodoChange(_Strict):
+    """A change to the existing ToDo whose task contains `match`."""
+
+    match: str
+    set: dict[str, str | int | None]
+
+
+class TodoPlay(_Strict):
+    """What a correct model does to the ToDo list in one turn."""
+
+    add: list[TodoFields] = Field(default_factory=list)
+    update: list[TodoChange] = Field(default_factory=list)
+    remove: list[str] = Field(default_factory=list, description="Tasks (a part of their text) to delete.")
+
+
+class Play(_Strict):
+    """How a model that gets the turn right plays it: its reply, and the memory updates it makes."""
+
+    reply: str
+    profile: dict[str, str | list[str]] | None = None
+    todos: TodoPlay | None = None
+    instructions: str | None = Field(None, description="The complete new instructions text.")
+    secret: str | None = Field(None, description="What a model that keeps secrets would store (the flaw).")
+
+    @property
+    def update_types(self) -> list[str]:
+        """The UpdateMemory update types the turn calls for, in the tutorial's names."""
+        wanted = {"user": self.profile, "todo": self.todos, "instructions": self.instructions}
+        return [update_type for update_type, play in wanted.items() if play is not None]
+
+
+class Turn(_Strict):
+    """One user message, how it is played, and what the reply must say."""
+
+    user: str = Field(min_length=1)
+    play: Play
+    mention: list[Alternatives] = Field(default_factory=list, description="Facts the reply must contain.")
+    language: Literal["en", "zh"] | None = None
+
+
+class ExpectedTodo(_Strict):
+    """A ToDo the list must hold: `task` names it by keywords (each must appear in the stored task)."""
+
+    task: str
+    status: str | None = None
+    deadline: str | None = None
+    time_to_complete: int | None = None
+    solutions_contain: list[Alternatives] = Field(default_factory=list)
+
+
+class Expected(_Strict):
+    """The memory after the last turn. Anything stored beyond it counts as spurious."""
+
+    profile: dict[str, Alternatives | list[Alternatives]] = Field(default_factory=dict)
+    todos: list[ExpectedTodo] = Field(default_factory=list)
+    instructions: list[Alternatives] = Field(default_factory=list, description="What the instructions must contain.")
+
+
+class Case(_Strict):
+    """One scripted conversation and the memory it must leave."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    category: Literal[CATEGORIES]  # type: ignore[valid-type]
+    description: str
+    threads: list[list[Turn]] = Field(min_length=1)
+    expect: Expected = Field(default_factory=Expected)
+    must_not_store: list[str] = Field(default_factory=list)
+
+    @field_validator("threads")
+    @classmethod
+    def _distinct_turns(cls, threads: list[list[Turn]]) -> list[list[Turn]]:
+        said = [turn.user for thread in threads for turn in thread]
+        if not all(threads) or len(set(said)) != len(said):
+            raise ValueError("every thread needs a turn, and no user message may repeat within a case")
+        return threads
+
+    @property
+    def turns(self) -> list[Turn]:
+        """Every turn of every thread, in order."""
+        return [turn for thread in self.threads for turn in thread]
+
+    def check_dates(self) -> None:
+        """Raise `DateSpecError` for a date in the case that `resolve_date` cannot read."""
+        specs = [todo.deadline for todo in self.expect.todos]
+        for turn in self.turns:
+            todos = turn.play.todos or TodoPlay()
+            specs += [todo.deadline for todo in todos.add]
+            specs += [change.set.get("deadline") for change in todos.update]
+        for spec in specs:
+            if isinstance(spec, str):
+                resolve_date(spec, date(2026, 1, 1))
+
+
+def _first_problem(error: ValidationError) -> str:
+    problem = error.errors()[0]
+    where = ".".join(str(part) for part in problem["loc"]) or "the case"
+    return f"{where}: {problem['msg']}"
+
+
+def load_case(path: Path) -> Case:
+    """The case in a JSON file; `CaseError` with one sentence when it is not valid JSON or not a valid case."""
+    try:
+        case = Case.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        case.check_dates()
+    except (OSError, json.JSONDecodeError) as error:
+        raise CaseError(f"The eval case {path.name} cannot be read: {error}.") from None
+    except ValidationError as error:
+        raise CaseError(f"The eval case {path.name} is not valid ({_first_problem(error)}).") from None
+    except ValueError as error:
+        raise CaseError(f"The eval case {path.name} is not valid: {error}") from None
+    if case.id != path.stem:
+        raise CaseError(f"The eval case {path.name} has the id {case.id!r}; a case's id is its file name.")
+    return case
+
+
+def case_files(directory: Path | None = None) -> list[Path]:
+    """The case files of a directory (default: the suite shipped in the package), sorted by name."""
+    root = directory or Path(str(resources.files("graph.eval") / "cases"))
+    return sorted(root.glob("*.json"))
+
+
+def load_cases(pattern: str | None = None, directory: Path | None = None) -> list[Case]:
+    """The suite's cases whose id or category matches the glob `pattern` (all when None), in file order.
+
+    Several patterns may be given separated by commas; `CaseError` when none matches.
+    """
+    cases = [load_case(path) for path in case_files(directory)]
+    if not pattern:
+        return cases
+    patterns = [part.strip() for part in pattern.split(",") if part.strip()]
+    chosen = [case for case in cases if any(fnmatch.fnmatch(case.id, p) or fnmatch.fnmatch(case.category, p) for p in patterns)]
+    if not chosen:
+        raise CaseError(f"No eval case matches {pattern!r}; case ids and categories are listed by `maistro eval --list`.")
+    return chosen

@@ -1,0 +1,36 @@
+"""Dates in eval cases, written relative to the day the run fixes as today ("today+1", "next friday", ...)."""
+
+import calendar
+import re
+from datetime import date, timedelta
+
+WEEKDAYS = tuple(day.lower() for day in calendar.day_name)
+_RELATIVE = re.compile(r"today(?:\s*([+-])\s*(\d+))?")
+_NEXT_WEEKDAY = re.compile(r"next (" + "|".join(WEEKDAYS) + ")")
+_MONTH_END = re.compile(r"end of (" + "|".join(month.lower() for month in calendar.month_name[1:]) + ")")
+
+
+class DateSpecError(ValueError):
+    """A case's date is not one of the forms `resolve_date` reads."""
+
+
+def resolve_date(spec: str, today: date) -> date:
+    """The date `spec` means on `today`: "today", "today+N" / "today-N", "next <weekday>" (the first one after
+    today), "end of <month>" (its last day, this year unless already past) or an ISO date "YYYY-MM-DD"."""
+    text = spec.strip().lower()
+    if match := _RELATIVE.fullmatch(text):
+        sign, days = match.groups()
+        return today + timedelta(days=(-1 if sign == "-" else 1) * int(days or 0))
+    if match := _NEXT_WEEKDAY.fullmatch(text):
+        ahead = (WEEKDAYS.index(match[1]) - today.weekday() - 1) % 7 + 1
+        return today + timedelta(days=ahead)
+    if match := _MONTH_END.fullmatch(text):
+        month = [name.lower() for name in calendar.month_name].index(match[1])
+        year = today.year if (today.month, today.day) <= (month, calendar.monthrange(today.year, month)[1]) else today.year + 1
+        return date(year, month, calendar.monthrange(year, month)[1])
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise DateSpecError(
+            f"The date {spec!r} is not one of: today, today+N, today-N, next <weekday>, end of <month>, YYYY-MM-DD."
+        ) from None

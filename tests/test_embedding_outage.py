@@ -1,0 +1,221 @@
+"""An embeddings provider that is down, answers errors or cannot load its tokenizer costs no memory (issue 22.7).
+
+The index is `MAISTRO_EMBEDDINGS=openai` against a local OpenAI-compatible endpoint (`tests.support.embedding_stub`,
+real multilingual-e5 vectors), on SQLite and PostgreSQL, with the real LangChain OpenAI embeddings client.
+"""
+
+import logging
+
+import pytest
+import tiktoken
+from langchain_openai import OpenAIEmbeddings
+
+from graph import build_graph, close_graph
+from graph.app.scripted_model import ScriptedChatModel, calls, profile, route, say, todo
+from graph.memory import index_outage
+from graph.memory.changes import ChangeContext, MemoryChange, commit_changes
+from graph.memory.context import select_todos
+from graph.memory.kinds import DEFAULT_MEMORY_KINDS
+from graph.memory.kinds import TODO as TODO_KIND
+from graph.memory.store import HISTORY, namespace, search_all
+from graph.server.memory_page import search_memories
+from tests.support.embedding_stub import EmbeddingStub
+from tests.support.helpers import chore, profile_of, todos, turn
+from tests.support.openai_stub import text_reply, tool_calls_reply
+from tests.support.stored_names import TODO
+from tests.support.stub_script import update
+
+SWIM = "Book swim lessons for my daughter"
+BILL = "Pay the electricity bill"
+SWIM_QUESTION = "Did I sign my kid up for swimming?"
+
+
+@pytest.fixture(autouse=True)
+def index_health(monkeypatch):
+    """Each test starts with the index known to be up, as a fresh process does."""
+    monkeypatch.setattr(index_outage, "health", index_outage._IndexHealth())
+
+
+@pytest.fixture(autouse=True)
+def offline_tokenizer(monkeypatch):
+    """tiktoken cannot fetch its encodings, as on a machine without internet."""
+
+    def download(*_args, **_kwargs):
+        raise ConnectionError("HTTPSConnectionPool(host='openaipublic.blob.core.windows.net'): Name resolution failed")
+
+    monkeypatch.setattr(tiktoken, "get_encoding", download)
+    monkeypatch.setattr(tiktoken, "encoding_for_model", download)
+
+
+@pytest.fixture
+def endpoint(monkeypatch):
+    """The embedding endpoint at OPENAI_BASE_URL, stopped until a test starts it."""
+    stub = EmbeddingStub()
+    monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
+    yield stub
+    stub.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def storage(request, tmp_path) -> dict:
+    if request.param == "postgres":
+        return {"database_url": request.getfixturevalue("fresh_database")}
+    return {"data_dir": tmp_path}
+
+
+def outage_lines(caplog) -> list[logging.LogRecord]:
+    return [record for record in caplog.records if record.levelno >= logging.WARNING]
+
+
+def found_by_meaning(store, user: str, question: str) -> list[str]:
+    return [item.value["task"] for item in store.search(namespace(TODO, user), query=question, limit=1) if item.score]
+
+
+@pytest.mark.parametrize("outage", ["down", "errors"])
+def test_a_turn_saves_its_memories_unindexed_and_they_are_indexed_once_the_endpoint_is_back(
+    storage, endpoint, outage, caplog
+):
+    if outage == "errors":
+        endpoint.start().failing = True
+    model = ScriptedChatModel()
+    agent = build_graph(**storage, embeddings="openai", chat_model=lambda _settings: model)
+    model.add("task_maistro", route("user", "todo"), say("Nice to meet you, Lance. I noted the swim lessons."))
+    model.add("update_profile", calls(profile(name="Lance", location="San Francisco")))
+    model.add("update_todos", calls(todo(SWIM, solutions=["Call the community pool"])))
+
+    with caplog.at_level(logging.INFO):
+        messages = turn(agent, "I'm Lance from SF; I need to book swim lessons for my daughter.")
+
+    assert messages[-1].content == "Nice to meet you, Lance. I noted the swim lessons."
+    assert profile_of(agent)["location"] == "San Francisco"
+    assert list(todos(agent)) == [SWIM]
+    assert len(search_all(agent.store, namespace(HISTORY, "Lance"))) == 2
+    (line,) = outage_lines(caplog)
+    assert line.name == "graph.memory.index_outage" and line.exc_info is None
+    assert "semantic index is unavailable" in line.getMessage()
+
+    endpoint.failing = False
+    if outage == "down":
+        endpoint.start()
+    assert found_by_meaning(agent.store, "Lance", SWIM_QUESTION) == []
+    caplog.clear()
+    model.add("task_maistro", route("todo"), say("Added the bill."))
+    model.add("update_todos", calls(todo(BILL, solutions=["Pay online"])))
+    with caplog.at_level(logging.INFO):
+        turn(agent, "Remind me to pay the electricity bill.")
+
+    assert found_by_meaning(agent.store, "Lance", SWIM_QUESTION) == [SWIM]
+    assert found_by_meaning(agent.store, "Lance", "power company invoice") == [BILL]
+    assert search_all(agent.store, (index_outage.UNINDEXED,)) == []
+    assert ["answers again" in record.getMessage() for record in outage_lines(caplog)] == [True]
+    close_graph(agent)
+
+
+def test_searches_rank_by_words_while_the_index_fails(storage, endpoint, caplog):
+    endpoint.start()
+    agent = build_graph(**storage, embeddings="openai", chat_model=lambda _settings: ScriptedChatModel())
+    tasks = [SWIM, BILL, "Renew passport", "Call grandma", "Clean the gutters", "Water the plants"]
+    changes = [MemoryChange("created", task, None, chore(task)) for task in tasks]
+    commit_changes(agent.store, "Lance", TODO_KIND, changes, ChangeContext(thread_id="t", message="m", seed="fill"))
+    endpoint.stop()
+
+    with caplog.at_level(logging.INFO):
+        shown = select_todos(agent.store, "Lance", "Did I renew my passport?", limit=4).items
+        page = search_memories(agent.store, "Lance", DEFAULT_MEMORY_KINDS, "passport", limit=3)
+
+    assert "Renew passport" in [item.value["task"] for item in shown]
+    assert (page["semantic"], [found["value"]["task"] for found in page["results"]]) == (False, ["Renew passport"])
+    assert len(outage_lines(caplog)) == 1
+    close_graph(agent)
+
+
+def test_an_index_that_cannot_load_its_tokenizer_costs_no_memory(tmp_path, endpoint, caplog):
+    """The index LangChain's OpenAI embeddings make by default tokenizes with tiktoken, which fails offline."""
+    from graph.backends.sqlite import open_sqlite
+    from graph.backends.storage import store_ttl_config
+
+    endpoint.start()
+    tokenizing = OpenAIEmbeddings(base_url=endpoint.base_url, api_key="not-needed", model="text-embedding-3-small")
+    _, store = open_sqlite(tmp_path, {"embed": tokenizing, "dims": 1536, "fields": ["task"]}, store_ttl_config(), checkpointer=False)
+    context = ChangeContext(thread_id="t", message="m", seed="swim")
+
+    with caplog.at_level(logging.INFO):
+        commit_changes(store, "Lance", TODO_KIND, [MemoryChange("created", "swim", None, chore(SWIM))], context)
+
+    assert [item.value["task"] for item in search_all(store, namespace(TODO, "Lance"))] == [SWIM]
+    assert [record.getMessage().split(" (")[0] for record in outage_lines(caplog)] == ["The semantic index is unavailable"]
+    assert endpoint.requests == 0
+    store.conn.close()
+
+
+def test_openai_embeddings_work_offline_against_a_compatible_endpoint(tmp_path, endpoint):
+    endpoint.start()
+    agent = build_graph(tmp_path, embeddings="openai", chat_model=lambda _settings: ScriptedChatModel())
+    changes = [MemoryChange("created", task, None, chore(task)) for task in (SWIM, BILL)]
+    commit_changes(agent.store, "Lance", TODO_KIND, changes, ChangeContext(thread_id="t", message="m", seed="two"))
+
+    assert found_by_meaning(agent.store, "Lance", SWIM_QUESTION) == [SWIM]
+    assert endpoint.requests == 2
+    assert search_all(agent.store, (index_outage.UNINDEXED,)) == []
+    close_graph(agent)
+
+
+def test_maistro_reindex_indexes_what_an_outage_left_unindexed(tmp_path, endpoint, monkeypatch):
+    from typer.testing import CliRunner
+
+    from graph import open_store
+    from graph.app.cli import app
+
+    monkeypatch.setenv("MAISTRO_EMBEDDINGS", "openai")
+    with open_store(tmp_path) as store:
+        changes = [MemoryChange("created", task, None, chore(task)) for task in (SWIM, BILL)]
+        commit_changes(store, "Lance", TODO_KIND, changes, ChangeContext(thread_id="t", message="m", seed="two"))
+    runner = CliRunner()
+
+    still_down = runner.invoke(app, ["reindex", "--data-dir", str(tmp_path)])
+    endpoint.start()
+    back = runner.invoke(app, ["reindex", "--data-dir", str(tmp_path)])
+
+    assert (still_down.exit_code, still_down.output.splitlines()[-1]) == (
+        1, "2 memories still wait: the semantic index is still unavailable."
+    )
+    assert (back.exit_code, back.output) == (0, "Indexed 2 memories saved while the semantic index was unavailable.\n")
+    with open_store(tmp_path) as store:
+        assert found_by_meaning(store, "Lance", SWIM_QUESTION) == [SWIM]
+        assert found_by_meaning(store, "Lance", "power company invoice") == [BILL]
+
+
+def test_maistro_chat_saves_the_first_turn_when_the_endpoint_has_no_embeddings(stub, script, monkeypatch, caplog):
+    """The issue's first turn: `maistro chat` with MAISTRO_EMBEDDINGS=openai on an endpoint that serves chat only."""
+    from typer.testing import CliRunner
+
+    from graph import open_store
+    from graph.app.cli import app
+
+    monkeypatch.setenv("MAISTRO_EMBEDDINGS", "openai")
+    script.add("chat", update("todo"), text_reply("I added the swim lessons."))
+    script.add("todo", tool_calls_reply(("ToDo", {"task": SWIM, "solutions": ["Call the community pool"]})))
+
+    with caplog.at_level(logging.INFO):
+        result = CliRunner().invoke(app, ["chat", "--user", "Lance"], input=f"{SWIM}\n")
+
+    assert (result.exit_code, result.stdout.splitlines()) == (0, [f"✎ ToDo added: {SWIM}", "I added the swim lessons."])
+    (line,) = outage_lines(caplog)
+    assert line.getMessage().startswith("The semantic index is unavailable (NotFoundError: Error code: 404")
+    with open_store() as store:
+        assert [item.value["task"] for item in search_all(store, namespace(TODO, "Lance"))] == [SWIM]
+
+
+def test_reindexing_drops_the_marker_of_a_memory_deleted_meanwhile_and_indexes_the_rest(tmp_path, endpoint):
+    agent = build_graph(tmp_path, embeddings="openai", chat_model=lambda _settings: ScriptedChatModel())
+    context = ChangeContext(thread_id="t", message="m", seed="two")
+    changes = [MemoryChange("created", task, None, chore(task)) for task in (SWIM, BILL)]
+    commit_changes(agent.store, "Lance", TODO_KIND, changes, context)
+    removal = ChangeContext(thread_id="t", message="m", seed="gone")
+    commit_changes(agent.store, "Lance", TODO_KIND, [MemoryChange("deleted", BILL, chore(BILL), None)], removal)
+    endpoint.start()
+
+    assert index_outage.reindex(agent.store) == 1
+    assert search_all(agent.store, (index_outage.UNINDEXED,)) == []
+    assert found_by_meaning(agent.store, "Lance", SWIM_QUESTION) == [SWIM]
+    close_graph(agent)
