@@ -24,6 +24,9 @@ DEFAULT_USER_ID = "default-user"
 REPLY_TIMINGS = ("first", "after_updates")
 # How many changes of each user's history MAISTRO_HISTORY_KEEP keeps by default: decades of daily use.
 DEFAULT_HISTORY_KEEP = 100_000
+# Threads the API servers run the graph's sync nodes on (graph/server/executor.py): enough for many runs waiting on a slow model.
+DEFAULT_NODE_THREADS = 64
+MAX_NODE_THREADS = 1024
 
 
 class SettingsError(ValueError):
@@ -180,6 +183,9 @@ class Settings(BaseModel):
     max_model_calls: int = Field(40, ge=1, le=1000, alias="MAISTRO_MAX_MODEL_CALLS")
     reply_timing: Literal[REPLY_TIMINGS] = Field("first", alias="MAISTRO_REPLY_TIMING")  # type: ignore[valid-type]
     memory_kinds_spec: Annotated[str, AfterValidator(_memory_kinds)] = Field("", alias="MAISTRO_MEMORY_KINDS")
+    # Threads the API server runs the graph's sync nodes on, each holding one while it waits for the model
+    # (graph.server.executor); Python's own default is min(32, cores + 4).
+    node_threads: int = Field(DEFAULT_NODE_THREADS, ge=1, le=MAX_NODE_THREADS, alias="MAISTRO_NODE_THREADS")
 
     @classmethod
     def from_environ(cls, environ: dict[str, str]) -> "Settings":

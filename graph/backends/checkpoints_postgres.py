@@ -18,12 +18,12 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from graph.backends.checkpoints import RETENTION_TABLE, CheckpointNotKept, requested_checkpoint, starts_turn
 from graph.settings import current_settings
 
-_RETENTION_TABLE = f"CREATE TABLE IF NOT EXISTS {RETENTION_TABLE} (thread_id text PRIMARY KEY, kept_from text NOT NULL)"
+CREATE_RETENTION_TABLE = f"CREATE TABLE IF NOT EXISTS {RETENTION_TABLE} (thread_id text PRIMARY KEY, kept_from text NOT NULL)"
 
 # One statement, so one transaction (its parts see one snapshot). {thread} is "" (every thread) or a condition
 # on one thread's rows. Records each thread's oldest kept input checkpoint; deletes the older checkpoints some
 # checkpoint continues, their writes, and the blobs they used that no remaining checkpoint uses.
-_PRUNE = f"""
+PRUNE = f"""
 WITH cutoff AS (
     SELECT thread_id, checkpoint_id AS kept_from FROM (
         SELECT thread_id, checkpoint_id,
@@ -134,7 +134,7 @@ class PruningPostgresSaver(PostgresSaver):
         """LangGraph's tables, and the table recording how far each thread was pruned."""
         super().setup()
         with self._cursor() as cur:
-            cur.execute(_RETENTION_TABLE)
+            cur.execute(CREATE_RETENTION_TABLE)
 
     def put(
         self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
@@ -187,4 +187,4 @@ class PruningPostgresSaver(PostgresSaver):
 
     def _prune(self, thread: str, params: dict[str, Any]) -> None:
         with self._cursor() as cur:
-            cur.execute(_PRUNE.format(thread=thread), {**params, "keep": self.keep_turns})
+            cur.execute(PRUNE.format(thread=thread), {**params, "keep": self.keep_turns})

@@ -3,9 +3,14 @@
 `/info` shadows the server's own: it tells clients (Agent Chat UI reads it) that crons are off while auth is
 on, since the auth rules refuse them. `/memories` is the memory page: plain HTML, CSS and JavaScript shipped
 in `static/`, whose JSON endpoints (`graph.server.memory_api`) authenticate each request themselves.
-The server guard (`graph.server.guard`) stands in front of every route, the server's own included.
+The server guard (`graph.server.guard`) stands in front of every route, the server's own included. The app's
+lifespan sizes the threads the server runs the graph's sync nodes on (`graph.server.executor`) and, on Aegra,
+sweeps old checkpoints and runs (`graph.server.retention`).
 """
 
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -17,8 +22,10 @@ from starlette.staticfiles import StaticFiles
 
 from graph.server import memory_api
 from graph.server.auth import auth_enabled
+from graph.server.executor import use_node_threads
 from graph.server.guard import ServerGuard
 from graph.server.platform import server_info
+from graph.server.retention import retention_sweep
 
 STATIC = Path(__file__).with_name("static")
 # The page loads only its own files and talks only to its own server; no other site may frame it.
@@ -48,6 +55,14 @@ async def memory_page_slash(request: Request) -> RedirectResponse:
     return RedirectResponse("../memories")
 
 
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """What runs beside the server: sync nodes on MAISTRO_NODE_THREADS threads, and the retention sweep."""
+    use_node_threads(asyncio.get_running_loop())
+    async with retention_sweep():
+        yield
+
+
 # FastAPI (a Starlette app with OpenAPI) because Aegra mounts only FastAPI apps; langgraph-api takes either.
 app = FastAPI(
     openapi_url=None,
@@ -62,4 +77,6 @@ app = FastAPI(
     ],
     # Both servers apply the custom app's middleware to every route they answer, their own included.
     middleware=[Middleware(ServerGuard)],
+    # Both servers run the custom app's lifespan inside their own, on the loop that runs the graph.
+    lifespan=lifespan,
 )

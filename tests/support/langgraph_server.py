@@ -104,8 +104,8 @@ def stop(process: subprocess.Popen) -> None:
         process.wait(STOP_SECONDS)
 
 
-def start_server(directory: Path, env: dict[str, str]) -> tuple[subprocess.Popen, str, Path]:
-    """Start `langgraph dev --no-browser --no-reload` from `directory` on a free port: (process, URL, log).
+def start_server(directory: Path, env: dict[str, str], flags: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str, Path]:
+    """Start `langgraph dev --no-browser --no-reload [flags]` from `directory` on a free port: (process, URL, log).
 
     The config is the scratch copy of langgraph.json in `directory`, made unless a test already made (and changed) it.
     """
@@ -114,7 +114,8 @@ def start_server(directory: Path, env: dict[str, str]) -> tuple[subprocess.Popen
         scratch_config(directory)
     port = free_port()
     log = directory / "server.log"
-    command = [langgraph_executable(), "dev", "--no-browser", "--no-reload", "--port", str(port), "--config", str(config)]
+    command = [langgraph_executable(), "dev", "--no-browser", "--no-reload", "--port", str(port), "--config", str(config),
+               *flags]
     with log.open("wb") as output:
         process = subprocess.Popen(
             command, cwd=directory, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
@@ -153,9 +154,9 @@ def token_server(directory: Path, stub: OpenAIStub, tokens: dict[str, str], **se
 
 
 @contextmanager
-def langgraph_dev(directory: Path, env: dict[str, str]) -> Iterator[str]:
-    """Run `langgraph dev --no-browser --no-reload` from `directory` on a free port; yield its URL, then stop it."""
-    process, url, log = start_server(directory, env)
+def langgraph_dev(directory: Path, env: dict[str, str], flags: tuple[str, ...] = ()) -> Iterator[str]:
+    """Run `langgraph dev --no-browser --no-reload [flags]` from `directory` on a free port; yield its URL, then stop it."""
+    process, url, log = start_server(directory, env, flags)
     try:
         wait_until_ready(process, url, log)
         yield url
