@@ -153,7 +153,14 @@ def _strings(value: Any) -> list[str]:
 
 def searchable_text(kind: MemoryKind, value: dict) -> str:
     """The words of a document that name it: the strings of the kind's text fields (a ToDo's task and solutions)."""
-    return " ".join(text for field in kind.text_fields for text in _strings(value.get(field)))
+    texts = []
+    for field in kind.text_fields:
+        text = value.get(field)
+        if isinstance(text, str):
+            texts.append(text)
+        elif text:
+            texts.extend(_strings(text))
+    return " ".join(texts)
 
 
 @dataclass(frozen=True)
@@ -190,7 +197,9 @@ def term_pattern(term: str) -> re.Pattern:
         boundary = _BOUNDARY["cjk"]
     else:
         boundary = _BOUNDARY["digits" if _NUMBER.fullmatch(term) else "letters"]
-    return re.compile(f"(?<!{boundary}){re.escape(term)}(?!{boundary})")
+    literal = re.escape(term)
+    # The literal first, then the look back past it, so that the search runs at the speed of a substring search.
+    return re.compile(f"{literal}(?!{boundary})(?<!{boundary}{literal})")
 
 
 def deadline_of(document: dict, field: str = "deadline") -> datetime | None:
@@ -251,7 +260,8 @@ class PreparedList:
                 starts = list(itertools.accumulate((len(text) + 1 for text in texts[:-1]), initial=0))
                 self._texts = (_SEPARATOR.join(texts), starts, [e.item.key for e in oldest_first])
             joined, starts, ordered = self._texts
-            found = (ordered[bisect.bisect_right(starts, match.start()) - 1] for match in term_pattern(term).finditer(joined))
+            matches = term_pattern(term).finditer(joined) if term in joined else ()
+            found = (ordered[bisect.bisect_right(starts, match.start()) - 1] for match in matches)
             keys = self.index[term] = dict.fromkeys(found)
         return keys
 
