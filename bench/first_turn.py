@@ -24,7 +24,7 @@ from bench.run import create_database, database_url, postgres_admin, seed
 from graph import build_graph, close_graph
 
 LARGE_LIST = 10_000
-REPEATS = int(os.environ.get("H11_REPEATS", 5))
+REPEATS = 5
 TARGET = 3.0
 
 # Run in the fresh interpreter: build the graph, play two turns, print their wall and CPU seconds as JSON.
