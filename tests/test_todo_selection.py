@@ -10,7 +10,7 @@ from graph.app.scripted_model import patch_where, replace, route, say
 from graph.backends.storage import open_store
 from graph.memory.context import select_todos
 from graph.memory.kinds import TODO as TODO_KIND
-from graph.memory.selection import LISTS, deadline_of, entry, terms
+from graph.memory.selection import LISTS, PreparedList, deadline_of, entry, terms, text_terms
 from graph.memory.store import namespace
 from graph.server.memory_page import open_first
 from graph.thread.tokens import count_tokens
@@ -119,3 +119,42 @@ def test_the_memory_page_and_the_prompt_read_a_deadline_without_a_zone_alike(mon
 
     assert deadline_of(naive.value) < deadline_of(aware.value)
     assert page_order == ["a", "b"], "10:00 without a zone is UTC, before 09:00 at UTC-5"
+
+
+def test_the_first_read_of_a_long_list_splits_no_item_into_terms(database, monkeypatch):
+    split = []
+
+    def counted_text_terms(text):
+        split.append(text)
+        return text_terms(text)
+
+    monkeypatch.setattr("graph.memory.selection.text_terms", counted_text_terms)
+    dentist = {"task": "Call the dentist about the crown", "status": "not started", "solutions": ["Ring at 9"],
+               "deadline": None, "time_to_complete": 10}
+    with open_store(**database) as store:
+        fill(store, "u", 10_000)
+        store.put(namespace(TODO, "u"), "item-dentist", dentist)
+        selection = select_todos(store, "u", "Mark everything about the dentist done", limit=30)
+        assert "item-dentist" in [item.key for item in selection.items]
+        assert len(split) < 20, f"the first read split {len(split)} texts into terms (the query's lines only)"
+
+        split.clear()
+        store.put(namespace(TODO, "u"), "item-dentist", {**dentist, "status": "done"})
+        selection = select_todos(store, "u", "Is the dentist done?", limit=30)
+        assert [item.value["status"] for item in selection.items if item.key == "item-dentist"] == ["done"]
+        assert len(split) < 20, "a later read splits only the changed items and the query"
+
+
+TRICKY = ["Call mum_dad at 10:30", "数学作业 and 游泳", "café crème brûlée", "İstanbul ＡＢＣ trip", "x² and ٣٤ items",
+          "re-do the 2nd draft", "a 中 b", "中", "abcdef abc", "the theme of theses", "100 1000 10", "字a字"]
+
+
+def test_a_term_is_found_by_one_search_over_the_texts_as_by_splitting_each():
+    now = datetime.now(timezone.utc)
+    items = [Item(value={"task": task, "solutions": [task[::-1]]}, key=f"k{n}", namespace=("todo", "u"),
+                  created_at=now, updated_at=now) for n, task in enumerate(TRICKY * 3)]
+    prepared = PreparedList(TODO_KIND, [entry(item) for item in items])
+    every_term = {term for e in prepared.entries.values() for term in text_terms(e.text)} | {"zebra", "字"}
+    for term in sorted(every_term):
+        expected = [e.item.key for e in reversed(prepared.by_recency) if term in text_terms(e.text)]
+        assert list(prepared.keys_with(term)) == expected, term

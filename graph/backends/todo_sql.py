@@ -107,9 +107,9 @@ def log_state(rows: list[tuple]) -> tuple[Any, Any]:
     return next((row[VERSION], row[VALUE]) for row in rows if row[KIND] == "log")
 
 
-def _item(row: tuple, kind: MemoryKind, user_id: str) -> Item:
+def _item(row: tuple, item_namespace: tuple[str, ...]) -> Item:
     return Item(
-        value=orjson.loads(row[VALUE]), key=row[KEY], namespace=namespace(kind, user_id), created_at=row[CREATED_AT],
+        value=orjson.loads(row[VALUE]), key=row[KEY], namespace=item_namespace, created_at=row[CREATED_AT],
         updated_at=row[CREATED_AT + 1],
     )
 
@@ -122,15 +122,15 @@ def memory_rows(
     whole: frozenset[str],
 ) -> MemoryRows:
     """What the statement's rows say: each collection's changes and each single document, with the next `marks`."""
-    by_name = {kind.name: kind for kind in kinds}
+    namespaces = {kind.name: namespace(kind, user_id) for kind in kinds}  # the same tuple for every row of a kind
     changes: dict[str, list[TodoChange]] = {kind.name: [] for kind in kinds if kind.collection}
     documents: dict[str, Item | None] = {kind.name: None for kind in kinds if not kind.collection}
     for row in rows:
         if row[KIND] == "changed":
-            item = _item(row, by_name[row[MEMORY]], user_id) if row[VALUE] is not None else None
+            item = _item(row, namespaces[row[MEMORY]]) if row[VALUE] is not None else None
             changes[row[MEMORY]].append(TodoChange(row[KEY], row[VERSION], item))
         elif row[KIND] == "expired":
             changes[row[MEMORY]].append(TodoChange(row[KEY], row[VERSION], None))
         elif row[KIND] == "document":
-            documents[row[MEMORY]] = _item(row, by_name[row[MEMORY]], user_id)
+            documents[row[MEMORY]] = _item(row, namespaces[row[MEMORY]])
     return MemoryRows(changes, documents, dict(marks), whole)

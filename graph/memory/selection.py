@@ -7,11 +7,13 @@ changed items ("it's done"), the soonest deadlines (of a kind with a `deadline_f
 open items (every item of a kind without a `status_field` is open). Everything else is only counted, open
 and closed apart, so a turn's prompt stays the same size however long the list grows.
 
-Each item is parsed and split into terms once, and kept with an index from term to items and the recency
-and deadline orders while it is unchanged (`PreparedList`, kept per list by `ListCache`). A turn updates
-them for the items that changed (on SQLite and PostgreSQL it reads only those, see `graph.memory.context`)
-and ranks by taking a bounded number of items from the index and the orders, so its cost does not grow
-with the list.
+Each item is parsed once, and kept with the recency and deadline orders while it is unchanged
+(`PreparedList`, kept per list by `ListCache`). A turn updates them for the items that changed (on SQLite and
+PostgreSQL it reads only those, see `graph.memory.context`) and ranks by taking a bounded number of items
+from the orders and from an index from term to items, so its cost does not grow with the list. The index is
+built term by term, for the terms turns look for: a term not looked up before is found with one regular
+expression over the list's texts joined (`PreparedList.keys_with`), so the first read of a long list splits
+no item into terms, and a term's items stay indexed while the list changes.
 """
 
 import bisect
@@ -39,7 +41,14 @@ RECENT_SHARE = 6
 # Terms of the user's recent messages that a turn looks for (the latest message's first).
 MAX_TERMS = 24
 _WORD = re.compile(r"[^\W\d_]{3,}|\d+", re.UNICODE)
-_CJK_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+# What may not touch an occurrence of a term for it to be one of `text_terms`: a letter outside the CJK runs
+# (those are cut out before words are taken), a digit, a CJK character; the texts of a list are joined by NUL.
+_LETTER = f"[^\\W\\d_{_CJK}]"
+_BOUNDARY = {"letters": _LETTER, "digits": r"\d", "cjk": f"[{_CJK}]"}
+_SEPARATOR = "\x00"
+_NUMBER = re.compile(r"\d+")
 LISTS_KEPT = 32
 # A term shared by more items than this is common: only its most recently changed items become candidates.
 COMMON = 256
@@ -144,26 +153,53 @@ def _strings(value: Any) -> list[str]:
 
 def searchable_text(kind: MemoryKind, value: dict) -> str:
     """The words of a document that name it: the strings of the kind's text fields (a ToDo's task and solutions)."""
-    return " ".join(text for field in kind.text_fields for text in _strings(value.get(field)))
+    texts = []
+    for field in kind.text_fields:
+        text = value.get(field)
+        if isinstance(text, str):
+            texts.append(text)
+        elif text:
+            texts.extend(_strings(text))
+    return " ".join(texts)
 
 
 @dataclass(frozen=True)
 class Entry:
-    """A document prepared for ranking: the item, its search terms, whether it is open, and its deadline."""
+    """A document prepared for ranking: the item, its searchable text (lower-cased), whether it is open, and its
+    deadline; its search terms are split from the text when first asked for."""
 
     item: Item
-    terms: frozenset[str]
+    text: str
     is_open: bool
     deadline: datetime | None
     recency: tuple  # sorts the most recently changed first, ties by key
 
+    @functools.cached_property
+    def terms(self) -> frozenset[str]:
+        """The text's search terms (`text_terms`)."""
+        return text_terms(self.text)
+
 
 def entry(item: Item, kind: MemoryKind = TODO) -> Entry:
-    """Prepare one item of `kind` for ranking (the costly part: splitting its text into terms)."""
+    """Prepare one item of `kind` for ranking (its text is split into terms only when a term index needs it)."""
     recency = (-item.updated_at.timestamp(), -item.created_at.timestamp(), item.key)
-    terms_ = text_terms(searchable_text(kind, item.value))
     deadline = deadline_of(item.value, kind.deadline_field) if kind.deadline_field else None
-    return Entry(item, terms_, kind.is_open(item.value), deadline, recency)
+    return Entry(item, searchable_text(kind, item.value).lower(), kind.is_open(item.value), deadline, recency)
+
+
+@functools.lru_cache(maxsize=1024)
+def term_pattern(term: str) -> re.Pattern:
+    """The occurrences of `term` in a text that make it one of the text's `text_terms` (a word not inside a longer
+    word, a number not inside a longer number, a CJK bigram anywhere, a lone CJK character alone)."""
+    if _CJK_RUN.fullmatch(term):
+        if len(term) > 1:
+            return re.compile(re.escape(term))
+        boundary = _BOUNDARY["cjk"]
+    else:
+        boundary = _BOUNDARY["digits" if _NUMBER.fullmatch(term) else "letters"]
+    literal = re.escape(term)
+    # The literal first, then the look back past it, so that the search runs at the speed of a substring search.
+    return re.compile(f"{literal}(?!{boundary})(?<!{boundary}{literal})")
 
 
 def deadline_of(document: dict, field: str = "deadline") -> datetime | None:
@@ -187,8 +223,8 @@ def _soonest(e: Entry) -> tuple:
 
 
 class PreparedList:
-    """A list's entries (documents of `kind`) with what ranking needs: an index from term to keys, and the recency
-    and deadline orders.
+    """A list's entries (documents of `kind`) with what ranking needs: the recency and deadline orders, and an
+    index from term to keys for the terms looked up so far (`keys_with`).
 
     `changed` updates it in place for the rows that changed (cost proportional to the change, not the list). An
     index entry lists its keys in the order they changed, the most recent last.
@@ -198,6 +234,7 @@ class PreparedList:
         self.kind = kind
         self.entries: dict[str, Entry] = {}
         self.index: dict[str, dict[str, None]] = {}
+        self._texts: tuple[str, list[int], list[str]] | None = None
         self.by_recency: list[Entry] = []
         self.open_by_recency: list[Entry] = []
         self.deadlines: list[Entry] = []
@@ -212,26 +249,41 @@ class PreparedList:
                 orders.append((self.deadlines, _soonest))
         return orders
 
+    def keys_with(self, term: str) -> dict[str, None]:
+        """The keys of the entries whose terms hold `term`, in the order they changed (the most recent last);
+        found once over the joined texts, then kept up to date by `changed`."""
+        keys = self.index.get(term)
+        if keys is None:
+            if self._texts is None:
+                oldest_first = self.by_recency[::-1]
+                texts = [e.text for e in oldest_first]
+                starts = list(itertools.accumulate((len(text) + 1 for text in texts[:-1]), initial=0))
+                self._texts = (_SEPARATOR.join(texts), starts, [e.item.key for e in oldest_first])
+            joined, starts, ordered = self._texts
+            matches = term_pattern(term).finditer(joined) if term in joined else ()
+            found = (ordered[bisect.bisect_right(starts, match.start()) - 1] for match in matches)
+            keys = self.index[term] = dict.fromkeys(found)
+        return keys
+
     def changed(self, entries: Sequence[Entry], removed: Sequence[str]) -> None:
         """Take in new or changed entries and drop the removed keys."""
+        if entries or removed:
+            self._texts = None
         for key in dict.fromkeys([*removed, *(e.item.key for e in entries)]):
             old = self.entries.pop(key, None)
             if old is None:
                 continue
             self.open_total -= old.is_open
-            for term in old.terms:
-                keys = self.index[term]
-                del keys[key]
-                if not keys:
-                    del self.index[term]
+            for term in old.terms & self.index.keys() if self.index else ():
+                del self.index[term][key]
             for order, sort_key in self._orders(old):
                 del order[bisect.bisect_left(order, sort_key(old), key=sort_key)]
         many = len(entries) > 64
         for e in sorted(entries, key=_recency, reverse=True):  # the oldest first, so an index entry ends with the newest
             self.entries[e.item.key] = e
             self.open_total += e.is_open
-            for term in e.terms:
-                self.index.setdefault(term, {})[e.item.key] = None
+            for term in e.terms & self.index.keys() if self.index else ():
+                self.index[term][e.item.key] = None
             if not many:
                 for order, sort_key in self._orders(e):
                     bisect.insort(order, e, key=sort_key)
@@ -313,7 +365,7 @@ def named_keys(prepared: PreparedList, wanted: Sequence[str], count: int) -> lis
     weights: dict[str, float] = {}
     candidates: dict[str, None] = {}
     for term in dict.fromkeys(wanted):
-        keys = prepared.index.get(term)
+        keys = prepared.keys_with(term)
         if keys:
             weights[term] = math.log(1 + total / len(keys))
             candidates.update(dict.fromkeys(keys if len(keys) <= COMMON else itertools.islice(reversed(keys), count)))
