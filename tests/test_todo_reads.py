@@ -7,6 +7,7 @@ from contextlib import ExitStack
 
 import psycopg
 import pytest
+from langgraph.store.base import Item
 from langgraph.store.postgres import PostgresStore
 from langgraph.store.sqlite import SqliteStore
 from psycopg.types.json import Jsonb
@@ -18,6 +19,7 @@ from graph.backends.storage import open_store
 from graph.backends.todo_changes import TodoChangeLog
 from graph.memory.admin import forget_user
 from graph.memory.context import select_todos
+from graph.memory.selection import LISTS
 from graph.memory.store import namespace
 from tests.support.helpers import chore, fill
 from tests.support.stored_names import TODO
@@ -208,3 +210,31 @@ def query(store, database: dict, statement: str) -> list[tuple]:
     with store._cursor(transaction=False) as cur:
         cur.execute(statement)
         return cur.fetchall()
+
+
+def test_a_first_read_builds_the_items_of_only_what_the_turn_can_show(database, monkeypatch):
+    """A fresh process's first read fetches the whole list, but parses the times and builds the `Item` of only
+    the documents a selection can pick, so its cost per ToDo stays small; what the turn shows is the same."""
+    built: list[str] = []
+    build = Item.__init__
+
+    def counted(item, **fields):
+        built.append(fields["key"])
+        build(item, **fields)
+
+    with open_store(**database) as store:
+        fill(store, "u", 1000)
+        store.put(NS, "item-00042", chore("Brush the okapi"))
+        LISTS._lists.clear()  # as in a fresh process
+        with monkeypatch.context() as patched:
+            patched.setattr(Item, "__init__", counted)
+            selection = select_todos(store, "u", "okapi", limit=30)
+        stored = {item.key: item for item in store.search(NS, limit=100_000)}
+
+    assert len(built) <= 2 * 30, f"{len(built)} items of 1,000 built by a first read"
+    assert selection.relevance[0] == "item-00042"
+    assert len(selection.items) + selection.hidden_open + selection.hidden_closed == 1000
+    for item in selection.items:
+        assert (item.value, item.created_at, item.updated_at) == (
+            stored[item.key].value, stored[item.key].created_at, stored[item.key].updated_at
+        )

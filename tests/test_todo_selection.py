@@ -10,7 +10,7 @@ from graph.app.scripted_model import patch_where, replace, route, say
 from graph.backends.storage import open_store
 from graph.memory.context import select_todos
 from graph.memory.kinds import TODO as TODO_KIND
-from graph.memory.selection import LISTS, PreparedList, deadline_of, entry, terms, text_terms
+from graph.memory.selection import LISTS, PreparedList, deadline_of, entry, stored_entry, terms, text_terms
 from graph.memory.store import namespace
 from graph.server.memory_page import open_first
 from graph.thread.tokens import count_tokens
@@ -80,11 +80,11 @@ def test_prompt_cost_stays_flat_as_the_list_grows(agent, model):
 def test_a_list_read_again_prepares_only_what_changed(tmp_path, monkeypatch):
     prepared = []
 
-    def counted_entry(item, *kind):
-        prepared.append(item.key)
-        return entry(item, *kind)
+    def counted_entry(document, *kind):
+        prepared.append(document.key)
+        return stored_entry(document, *kind)
 
-    monkeypatch.setattr("graph.memory.context.entry", counted_entry)
+    monkeypatch.setattr("graph.memory.context.stored_entry", counted_entry)
     with open_store(tmp_path, "", "") as store:
         fill(store, "u", 200)
         select_todos(store, "u", "hello", limit=30)

@@ -161,7 +161,8 @@ OR (type = 'trigger' AND name IN ('{TABLE}_INSERT', '{TABLE}_UPDATE', '{TABLE}_D
     # A restore through SQLite's backup API or from an SQL dump changes the schema version.
     CHANGE_LOG_IDENTITY = "(SELECT schema_version FROM pragma_schema_version)"
     MEMORY_DIALECT = Dialect(
-        parameter=":{}", log=TABLE, version="c.seq", value="s.value", plain_value="value", live="", since="c.seq > {seen}",
+        parameter=":{}", log=TABLE, version="c.seq", value="s.value", plain_value="value", time_text="{column}",
+        epoch="CAST(strftime('%s', {column}) AS INTEGER)", live="", since="c.seq > {seen}",
         forgets="coalesce(max(id), 0)", forgets_table=FORGETS, identity=CHANGE_LOG_IDENTITY,
     )
 

@@ -110,9 +110,10 @@ AND (SELECT count(*) FROM pg_trigger WHERE tgrelid = to_regclass('store')
     CHANGE_LOG_IDENTITY = f"""concat_ws('/', (SELECT oid FROM pg_database WHERE datname = current_database()),
     pg_relation_filenode('store'), pg_relation_filenode('{TABLE}'), pg_relation_filenode('{FORGETS}'),
     (SELECT system_identifier FROM pg_control_system()))"""
-    _EXPIRED = """SELECT 'expired', '{name}', key, NULL, NULL, NULL, NULL FROM store
+    _EXPIRED = """SELECT 'expired', '{name}', key, NULL, NULL, NULL, NULL, NULL, NULL FROM store
 WHERE prefix = {prefix} AND expires_at > %(expired_after{n})s::timestamptz AND expires_at <= NOW()"""
-    _MARK = "SELECT 'mark', NULL, NULL, pg_snapshot_xmin(pg_current_snapshot())::text, NULL, NOW(), NULL"
+    _MARK = """SELECT 'mark', NULL, NULL, pg_snapshot_xmin(pg_current_snapshot())::text, NULL, to_json(NOW()) #>> '{}',
+    NULL, NULL, NULL"""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -142,6 +143,7 @@ WHERE prefix = {prefix} AND expires_at > %(expired_after{n})s::timestamptz AND e
         hidden (and reported) when the store hides them."""
         return Dialect(
             parameter="%({})s", log=TABLE, version="c.xid::text", value="s.value::text", plain_value="value::text",
+            time_text="to_json({column}) #>> '{{}}'", epoch="extract(epoch FROM {column})::float8",
             live="AND ({column}expires_at IS NULL OR {column}expires_at > NOW())" if hide_expired else "",
             since="c.xid >= {seen}::xid8", forgets="coalesce(max(id), 0)::text", forgets_table=FORGETS,
             identity=cls.CHANGE_LOG_IDENTITY, per_collection=cls._EXPIRED if hide_expired else "", tail=cls._MARK,

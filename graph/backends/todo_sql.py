@@ -21,35 +21,39 @@ reader skips those by version.
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import orjson
 from langgraph.store.base import Item
 
-from graph.memory.change_log import MemoryRows, TodoChange
+from graph.memory.change_log import MemoryRows, StoredDocument, TodoChange
 from graph.memory.kinds import MemoryKind
 from graph.memory.store import namespace
 
-# Every row is (kind, memory, key, version, value, created_at, updated_at): kind "changed" (a changed document of
-# the collection `memory`; version: its log number or transaction; no value when it is gone), "document" (the
-# single document of `memory`), on PostgreSQL "expired" (a document that has expired since the last read) and
-# "mark" (version: the oldest running transaction; created_at: the server's time), and "log" (version: how many
-# users were forgotten; value: the log's identity). A kind's name is an identifier (`MemoryKind`), so the
-# statement names it as a literal; everything of a user is a parameter.
+# Every row is (kind, memory, key, version, value, created_at, updated_at, created_epoch, updated_epoch): kind
+# "changed" (a changed document of the collection `memory`; version: its log number or transaction; no value when
+# it is gone), "document" (the single document of `memory`), on PostgreSQL "expired" (a document that has expired
+# since the last read) and "mark" (version: the oldest running transaction; created_at: the server's time), and
+# "log" (version: how many users were forgotten; value: the log's identity). Times come as ISO 8601 text, and a
+# changed document's also as seconds since the epoch, so a first read parses no time and no value of a document
+# the turn does not show (`StoredDocument`). A kind's name is an identifier (`MemoryKind`), so the statement names
+# it as a literal; everything of a user is a parameter.
 CHANGED_ROWS = """SELECT 'changed' AS kind, '{name}' AS memory, c.key, {version} AS version, {value} AS value,
-    s.created_at, s.updated_at
+    {created} AS created_at, {updated} AS updated_at, {created_epoch} AS created_epoch, {updated_epoch} AS updated_epoch
 FROM {log} AS c LEFT JOIN store AS s ON s.prefix = c.prefix AND s.key = c.key {live_s}
 WHERE c.prefix = {prefix} AND {since}"""
-DOCUMENT_ROW = """SELECT 'document', '{name}', key, NULL, {plain_value}, created_at, updated_at FROM store
+DOCUMENT_ROW = """SELECT 'document', '{name}', key, NULL, {plain_value}, {created}, {updated}, NULL, NULL FROM store
 WHERE prefix = {prefix} AND key = {key} {live}"""
-LOG_ROW = "SELECT 'log', NULL, NULL, {forgets}, {identity}, NULL, NULL FROM {forgets_table}"
-KIND, MEMORY, KEY, VERSION, VALUE, CREATED_AT = range(6)
+LOG_ROW = "SELECT 'log', NULL, NULL, {forgets}, {identity}, NULL, NULL, NULL, NULL FROM {forgets_table}"
+KIND, MEMORY, KEY, VERSION, VALUE, CREATED_AT, UPDATED_AT, CREATED_EPOCH, UPDATED_EPOCH = range(9)
 
 
 @dataclass(frozen=True)
 class Dialect:
     """How one database writes the statement: its parameter style (`parameter`, with `{}` for the name), the log's
-    version and value columns, the filter of live rows (`live`, with `{column}` for the table's prefix), the test
+    version and value columns, a time column as ISO 8601 text and as seconds since the epoch (`time_text`,
+    `epoch`, with `{column}`), the filter of live rows (`live`, with `{column}` for the table's prefix), the test
     of a log row newer than `{seen}` (`since`), and rows it adds for each collection (`per_collection`, with
     `{name}`, `{prefix}` and `{n}`) and at the end (`tail`)."""
 
@@ -58,6 +62,8 @@ class Dialect:
     version: str
     value: str
     plain_value: str
+    time_text: str
+    epoch: str
     live: str
     since: str
     forgets: str
@@ -79,6 +85,8 @@ def memory_statement(dialect: Dialect, collections: tuple[str, ...], documents: 
     for n, name in enumerate(collections):
         parts.append(CHANGED_ROWS.format(
             name=name, version=dialect.version, value=dialect.value, log=dialect.log,
+            created=dialect.time_text.format(column="s.created_at"), updated=dialect.time_text.format(column="s.updated_at"),
+            created_epoch=dialect.epoch.format(column="s.created_at"), updated_epoch=dialect.epoch.format(column="s.updated_at"),
             live_s=dialect.live.format(column="s."), prefix=param(f"c{n}"), since=dialect.since.format(seen=param(f"seen{n}")),
         ))
         if dialect.per_collection:
@@ -86,6 +94,7 @@ def memory_statement(dialect: Dialect, collections: tuple[str, ...], documents: 
     for n, name in enumerate(documents):
         parts.append(DOCUMENT_ROW.format(
             name=name, plain_value=dialect.plain_value, prefix=param(f"d{n}"), key=param(f"k{n}"),
+            created=dialect.time_text.format(column="created_at"), updated=dialect.time_text.format(column="updated_at"),
             live=dialect.live.format(column=""),
         ))
     parts.append(LOG_ROW.format(forgets=dialect.forgets, identity=dialect.identity, forgets_table=dialect.forgets_table))
@@ -109,8 +118,8 @@ def log_state(rows: list[tuple]) -> tuple[Any, Any]:
 
 def _item(row: tuple, item_namespace: tuple[str, ...]) -> Item:
     return Item(
-        value=orjson.loads(row[VALUE]), key=row[KEY], namespace=item_namespace, created_at=row[CREATED_AT],
-        updated_at=row[CREATED_AT + 1],
+        value=orjson.loads(row[VALUE]), key=row[KEY], namespace=item_namespace,
+        created_at=datetime.fromisoformat(row[CREATED_AT]), updated_at=datetime.fromisoformat(row[UPDATED_AT]),
     )
 
 
@@ -121,14 +130,17 @@ def memory_rows(
     marks: Mapping[str, Any],
     whole: frozenset[str],
 ) -> MemoryRows:
-    """What the statement's rows say: each collection's changes and each single document, with the next `marks`."""
+    """What the statement's rows say: each collection's changes (their documents not yet parsed) and each single
+    document, with the next `marks`."""
     namespaces = {kind.name: namespace(kind, user_id) for kind in kinds}  # the same tuple for every row of a kind
     changes: dict[str, list[TodoChange]] = {kind.name: [] for kind in kinds if kind.collection}
     documents: dict[str, Item | None] = {kind.name: None for kind in kinds if not kind.collection}
     for row in rows:
         if row[KIND] == "changed":
-            item = _item(row, namespaces[row[MEMORY]]) if row[VALUE] is not None else None
-            changes[row[MEMORY]].append(TodoChange(row[KEY], row[VERSION], item))
+            document = None if row[VALUE] is None else StoredDocument(
+                namespaces[row[MEMORY]], row[KEY], row[VALUE], *row[CREATED_AT:]
+            )
+            changes[row[MEMORY]].append(TodoChange(row[KEY], row[VERSION], document))
         elif row[KIND] == "expired":
             changes[row[MEMORY]].append(TodoChange(row[KEY], row[VERSION], None))
         elif row[KIND] == "document":

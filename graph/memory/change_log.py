@@ -9,21 +9,48 @@ forgetting a user also clears the log (`forget_user_items`). Any other store (th
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from datetime import datetime
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
+import orjson
 from langgraph.store.base import BaseStore, Item, PutOp
 
 from graph.memory.kinds import MemoryKind
 
 
-@dataclass(frozen=True)
-class TodoChange:
-    """A collection's row that changed (a ToDo, a contact): its key, its version, and the item (None when it was
-    deleted or has expired)."""
+class StoredDocument(NamedTuple):
+    """A changed document as the read returned it, not yet parsed: its value as JSON text, its creation and update
+    times as the database writes them (ISO 8601 text) and as seconds since the epoch (what ranking orders by). A
+    first read returns every document of a list, and a turn shows a few: `value` parses the JSON, `item` builds
+    the store's `Item` (parsing the times), each only for the documents that need it."""
+
+    namespace: tuple[str, ...]
+    key: str
+    json: str | bytes
+    created_at: str
+    updated_at: str
+    created_epoch: float
+    updated_epoch: float
+
+    def value(self) -> dict[str, Any]:
+        """The document's value, parsed."""
+        return orjson.loads(self.json)
+
+    def item(self, value: dict[str, Any]) -> Item:
+        """The store's item of this document, with its (already parsed) `value`."""
+        return Item(
+            value=value, key=self.key, namespace=self.namespace, created_at=datetime.fromisoformat(self.created_at),
+            updated_at=datetime.fromisoformat(self.updated_at),
+        )
+
+
+class TodoChange(NamedTuple):
+    """A collection's row that changed (a ToDo, a contact): its key, its version, and the document (None when it
+    was deleted or has expired)."""
 
     key: str
     version: Any
-    item: Item | None
+    document: StoredDocument | None
 
 
 @dataclass(frozen=True)

@@ -32,12 +32,12 @@ from graph.memory.selection import (
     Quotas,
     Selection,
     choose,
-    entry,
     list_entries,
     query_terms,
     rank_entries,
     recent_user_text,
     semantic_hits,
+    stored_entry,
 )
 from graph.memory.store import read_kind
 
@@ -89,7 +89,8 @@ def read_turn(
 
     On SQLite and PostgreSQL the statement returns only the documents of each collection changed since this
     process last read it (`graph.memory.change_log.ChangeLogStore.read_memory_rows`), and only those are
-    prepared again; the first read of a list in a process reads it whole.
+    prepared again; the first read of a list in a process reads it whole, and builds the items (parses their
+    times) of only those the turn shows or an update reaches (`graph.memory.selection.stored_entry`).
     """
     collections = [kind for kind in kinds if kind.collection]
     logged = change_log(store)
@@ -114,12 +115,12 @@ def read_turn(
         changed: list[Entry] = []
         removed: list[str] = []
         for change in rows.changes.get(kind.name, ()):
-            if change.item is None:
+            if change.document is None:
                 if versions.pop(change.key, None) is not None:
                     removed.append(change.key)
             elif versions.get(change.key) != change.version:
                 versions[change.key] = change.version
-                changed.append(entry(change.item, kind))
+                changed.append(stored_entry(change.document, kind))
         if prepared is None:
             prepared = PreparedList(kind, changed)
         else:

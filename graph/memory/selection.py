@@ -33,6 +33,7 @@ from typing import Any
 from langchain_core.messages import AnyMessage, HumanMessage
 from langgraph.store.base import BaseStore, Item
 
+from graph.memory.change_log import StoredDocument
 from graph.memory.index_outage import search_by_meaning
 from graph.memory.kinds import TODO, MemoryKind
 from graph.memory.store import namespace
@@ -144,6 +145,8 @@ def query_terms(query: str) -> list[str]:
 
 
 def _strings(value: Any) -> list[str]:
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return value
     if isinstance(value, dict):
         return [text for item in value.values() for text in _strings(item)]
     if isinstance(value, list):
@@ -163,28 +166,51 @@ def searchable_text(kind: MemoryKind, value: dict) -> str:
     return " ".join(texts)
 
 
-@dataclass(frozen=True)
 class Entry:
-    """A document prepared for ranking: the item, its searchable text (lower-cased), whether it is open, and its
-    deadline; its search terms are split from the text when first asked for."""
+    """A document prepared for ranking: its key, its searchable text (lower-cased), whether it is open, its
+    deadline and its recency (sorts the most recently changed first, ties by key). Its item (`item`) and its search
+    terms (`terms`) are built when first asked for: a first read prepares every document of a list, and a turn
+    shows a few."""
 
-    item: Item
-    text: str
-    is_open: bool
-    deadline: datetime | None
-    recency: tuple  # sorts the most recently changed first, ties by key
+    __slots__ = ("key", "text", "is_open", "deadline", "recency", "_item", "_document", "_value", "_terms")
 
-    @functools.cached_property
+    def __init__(self, kind: MemoryKind, key: str, value: dict, recency: tuple) -> None:
+        self.key, self.recency, self._value = key, recency, value
+        self.text = searchable_text(kind, value).lower()
+        self.is_open = kind.is_open(value)
+        self.deadline = deadline_of(value, kind.deadline_field) if kind.deadline_field else None
+        self._item: Item | None = None
+        self._document: StoredDocument | None = None
+        self._terms: frozenset[str] | None = None
+
+    @property
+    def item(self) -> Item:
+        """The store's item (built on first use when the entry was prepared from a stored document)."""
+        if self._item is None:
+            self._item = self._document.item(self._value)
+        return self._item
+
+    @property
     def terms(self) -> frozenset[str]:
         """The text's search terms (`text_terms`)."""
-        return text_terms(self.text)
+        if self._terms is None:
+            self._terms = text_terms(self.text)
+        return self._terms
 
 
 def entry(item: Item, kind: MemoryKind = TODO) -> Entry:
     """Prepare one item of `kind` for ranking (its text is split into terms only when a term index needs it)."""
-    recency = (-item.updated_at.timestamp(), -item.created_at.timestamp(), item.key)
-    deadline = deadline_of(item.value, kind.deadline_field) if kind.deadline_field else None
-    return Entry(item, searchable_text(kind, item.value).lower(), kind.is_open(item.value), deadline, recency)
+    prepared = Entry(kind, item.key, item.value, (-item.updated_at.timestamp(), -item.created_at.timestamp(), item.key))
+    prepared._item = item
+    return prepared
+
+
+def stored_entry(document: StoredDocument, kind: MemoryKind = TODO) -> Entry:
+    """Prepare one stored document of `kind` for ranking, ordered by the times the database gave as numbers: its
+    item (and the parse of its times) is built only if a turn shows it or an update reaches it."""
+    prepared = Entry(kind, document.key, document.value(), (-document.updated_epoch, -document.created_epoch, document.key))
+    prepared._document = document
+    return prepared
 
 
 @functools.lru_cache(maxsize=1024)
@@ -219,7 +245,7 @@ def _recency(e: Entry) -> tuple:
 
 
 def _soonest(e: Entry) -> tuple:
-    return (e.deadline, e.item.key)
+    return (e.deadline, e.key)
 
 
 class PreparedList:
@@ -258,7 +284,7 @@ class PreparedList:
                 oldest_first = self.by_recency[::-1]
                 texts = [e.text for e in oldest_first]
                 starts = list(itertools.accumulate((len(text) + 1 for text in texts[:-1]), initial=0))
-                self._texts = (_SEPARATOR.join(texts), starts, [e.item.key for e in oldest_first])
+                self._texts = (_SEPARATOR.join(texts), starts, [e.key for e in oldest_first])
             joined, starts, ordered = self._texts
             matches = term_pattern(term).finditer(joined) if term in joined else ()
             found = (ordered[bisect.bisect_right(starts, match.start()) - 1] for match in matches)
@@ -269,7 +295,7 @@ class PreparedList:
         """Take in new or changed entries and drop the removed keys."""
         if entries or removed:
             self._texts = None
-        for key in dict.fromkeys([*removed, *(e.item.key for e in entries)]):
+        for key in dict.fromkeys([*removed, *(e.key for e in entries)]):
             old = self.entries.pop(key, None)
             if old is None:
                 continue
@@ -280,10 +306,10 @@ class PreparedList:
                 del order[bisect.bisect_left(order, sort_key(old), key=sort_key)]
         many = len(entries) > 64
         for e in sorted(entries, key=_recency, reverse=True):  # the oldest first, so an index entry ends with the newest
-            self.entries[e.item.key] = e
+            self.entries[e.key] = e
             self.open_total += e.is_open
             for term in e.terms & self.index.keys() if self.index else ():
-                self.index[term][e.item.key] = None
+                self.index[term][e.key] = None
             if not many:
                 for order, sort_key in self._orders(e):
                     bisect.insort(order, e, key=sort_key)
@@ -387,8 +413,8 @@ def rank_entries(prepared: PreparedList, wanted: Sequence[str], quotas: Quotas) 
     ]
     if total <= quotas.limit:
         orderings.append(("all", list(entries.values())))
-    rank = {ordering: {e.item.key: n for n, e in enumerate(chosen, 1)} for ordering, chosen in orderings}
-    picked = {e.item.key: e for _, chosen in orderings for e in chosen}
+    rank = {ordering: {e.key: n for n, e in enumerate(chosen, 1)} for ordering, chosen in orderings}
+    picked = {e.key: e for _, chosen in orderings for e in chosen}
     ranked = [
         Ranked(e.item, *(rank[ordering].get(key) for ordering in ("named", "recent", "deadline", "open")))
         for key, e in picked.items()
