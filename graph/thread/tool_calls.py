@@ -5,7 +5,7 @@ not followed by an answer to each call, so the chat node checks and repairs the 
 model, and answers calls it cannot route itself.
 """
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
@@ -41,14 +41,16 @@ def pending_update_calls(messages: Sequence[AnyMessage], update_type: str | None
     message = last_ai_message(messages)
     if message is None:
         return []
-    answered = _answered_ids(messages)
     return [
         call
-        for call in message.tool_calls
-        if call["id"] not in answered
-        and is_update_call(call)
-        and (update_type is None or call["args"]["update_type"] == update_type)
+        for call in unanswered_update_calls(message, _answered_ids(messages))
+        if update_type is None or call["args"]["update_type"] == update_type
     ]
+
+
+def unanswered_update_calls(message: AIMessage, answered: Set[str]) -> list[dict]:
+    """The `UpdateMemory` calls of `message` whose ids are not among the `answered` ones."""
+    return [call for call in message.tool_calls if call["id"] not in answered and is_update_call(call)]
 
 
 def is_update_call(call: dict) -> bool:

@@ -12,7 +12,7 @@ from functools import cached_property
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
-from graph.thread.tool_calls import call_ids, is_update_call, split_turns
+from graph.thread.tool_calls import call_ids, split_turns, unanswered_update_calls
 
 
 @dataclass(frozen=True)
@@ -57,9 +57,7 @@ class ThreadView:
     @cached_property
     def pending_calls(self) -> list[dict]:
         """The latest assistant message's UpdateMemory calls that have no answer yet."""
-        if self.latest_ai is None:
-            return []
-        return [call for call in self.latest_ai.tool_calls if call["id"] not in self.answered_ids and is_update_call(call)]
+        return [] if self.latest_ai is None else unanswered_update_calls(self.latest_ai, self.answered_ids)
 
     @property
     def interrupted(self) -> bool:
