@@ -95,10 +95,6 @@ def kind_entry(kind: MemoryKind) -> dict[str, Any]:
     }
 
 
-def _closed(kind: MemoryKind, item: Item) -> bool:
-    return bool(kind.status_field) and item.value.get(kind.status_field) not in kind.open_statuses
-
-
 def _deadline(kind: MemoryKind, item: Item) -> float:
     deadline = deadline_of(item.value, kind.deadline_field) if kind.deadline_field else None
     return deadline.timestamp() if deadline else float("inf")
@@ -107,7 +103,7 @@ def _deadline(kind: MemoryKind, item: Item) -> float:
 def open_first(kind: MemoryKind, items: list[Item]) -> list[Item]:
     """A kind's documents in the order the page lists them: open ones first (by the kind's `status_field`), then by
     its `deadline_field` (none last), then oldest first; a kind without those fields keeps the order given."""
-    return sorted(items, key=lambda item: (_closed(kind, item), _deadline(kind, item)))
+    return sorted(items, key=lambda item: (not kind.is_open(item.value), _deadline(kind, item)))
 
 
 def read_memories(
