@@ -36,6 +36,8 @@ from graph.configuration import Configuration
 from graph.durability import durability_config
 from graph.memory.kinds import MemoryKind, resolve_kinds
 from graph.nodes.chat import task_maistro
+from graph.nodes.extraction import cached_extractor
+from graph.nodes.update import extraction_options
 from graph.nodes.update_kinds import update_node
 from graph.settings import current_settings
 from graph.state import InputState, State
@@ -115,16 +117,19 @@ def build_graph(
     checkpointer, store = open_storage(data_dir, database_url, embeddings)
     store.start_ttl_sweeper()
     compiled = compiled_graph(graph_builder(chat_model, kinds), checkpointer=checkpointer, store=store)
-    warm_up(chat_model)
+    warm_up(chat_model, kinds)
     return compiled.with_config(durability_config("sync"))
 
 
-def warm_up(chat_model: ChatModelFactory) -> None:
+def warm_up(chat_model: ChatModelFactory, kinds: Sequence[MemoryKind]) -> None:
     """Do as the graph is built what a fresh process's first turn would pay for (`python -m bench.first_turn`):
     create the default model client when an endpoint is configured (its HTTP clients load the certificates,
-    about 0.1 s), and freeze what the process holds by then (`freeze_startup_objects`)."""
+    about 0.1 s) and each kind's trustcall extractor for it (building one converts its tools' JSON schemas,
+    about 50 ms for the default kinds), and freeze what the process holds by then (`freeze_startup_objects`)."""
     if getattr(chat_model, "func", chat_model) is load_chat_model and current_settings().model_configured():
-        chat_model(Configuration())
+        model = chat_model(Configuration())
+        for kind in kinds:
+            cached_extractor(model, kind.schema, **extraction_options(kind))
     freeze_startup_objects()
 
 

@@ -110,8 +110,7 @@ class UpdateRequest:
     @property
     def extraction_options(self) -> dict[str, bool]:
         """What trustcall may do to the kind's documents: insert, patch, delete."""
-        kind = self.kind
-        return {"enable_inserts": kind.inserts, "enable_updates": kind.patches, "enable_deletes": kind.deletes}
+        return extraction_options(self.kind)
 
     def new_key(self, index: int) -> str:
         """The key of the index-th new document, derived from the routing call: the same on a replay."""
@@ -120,6 +119,11 @@ class UpdateRequest:
     def prompt(self, instruction: str) -> list[AnyMessage]:
         """The extraction prompt: the instruction, the thread's summary and the visible conversation."""
         return extraction_messages(instruction, self.messages, self.state.get("summary", ""))
+
+
+def extraction_options(kind: MemoryKind) -> dict[str, bool]:
+    """What trustcall may do to a kind's documents (its extractor's options): insert, patch, delete."""
+    return {"enable_inserts": kind.inserts, "enable_updates": kind.patches, "enable_deletes": kind.deletes}
 
 
 Propose = Callable[[UpdateRequest], list[MemoryChange]]
