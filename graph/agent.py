@@ -30,11 +30,13 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
+from graph.backends.list_index import ListIndexed
 from graph.backends.model import ChatModelFactory, ModelCallBudget, load_chat_model
 from graph.backends.storage import close_storage, open_storage
 from graph.configuration import Configuration
 from graph.durability import durability_config
 from graph.memory.kinds import MemoryKind, resolve_kinds
+from graph.memory.list_reads import ReadListsAfterRun
 from graph.nodes.chat import task_maistro
 from graph.nodes.extraction import cached_extractor
 from graph.nodes.update import extraction_options
@@ -91,8 +93,9 @@ def compile_agent(
 
 
 def compiled_graph(builder: StateGraph, **persistence: Any) -> CompiledStateGraph:
-    """The builder compiled under the agent's name, every run capped in model calls."""
-    return builder.compile(name=AGENT_NAME, **persistence).with_config(callbacks=[ModelCallBudget()])
+    """The builder compiled under the agent's name, every run capped in model calls; after a run, the lists it read
+    by their heads are read whole in the background (`graph.memory.list_reads`)."""
+    return builder.compile(name=AGENT_NAME, **persistence).with_config(callbacks=[ModelCallBudget(), ReadListsAfterRun()])
 
 
 graph = compile_agent()
@@ -115,6 +118,8 @@ def build_graph(
     """
     kinds = resolve_kinds(memory_kinds)  # checked once, and refused before storage opens
     checkpointer, store = open_storage(data_dir, database_url, embeddings)
+    if isinstance(store, ListIndexed):
+        store.describe_lists(kinds)
     store.start_ttl_sweeper()
     compiled = compiled_graph(graph_builder(chat_model, kinds), checkpointer=checkpointer, store=store)
     warm_up(chat_model, kinds)

@@ -1,10 +1,13 @@
 """A user with 10,000 ToDos: edits, deletes and "mark everything about X done" still work, and a turn reads the
-list once, in one statement, whatever its length."""
+list once, in one statement, whatever its length: a process's first turn its head (`graph.memory.list_reads`),
+the next turns its changes."""
 
 from langgraph.store.base import PutOp
 
 from graph import build_graph, close_graph
 from graph.app.scripted_model import calls, existing_ids, patch, patch_where, remove_where, replace, route, say
+from graph.backends.list_index import INDEX as LIST_INDEX
+from graph.memory.list_reads import wait_for_whole_reads
 from graph.memory.store import namespace
 from tests.support.helpers import fill, todos, turn
 from tests.support.stored_names import TODO
@@ -53,17 +56,27 @@ def test_edit_delete_and_mark_all_done_among_ten_thousand(agent, model):
 
 
 def test_a_turn_reads_the_list_once_in_one_statement(tmp_path, model):
+    """The first turn reads the long list by its head; once the run is over the list is read whole in the
+    background; the next turn reads its changes, in the statement that reads every memory."""
     agent = build_graph(tmp_path / "data", chat_model=lambda _settings: model)
     seed_large_list(agent.store, "Lance")
     statements: list[str] = []
     agent.store.conn.set_trace_callback(statements.append)
+    reads: list[list[str]] = []
     try:
-        model.add("task_maistro", route("todo"), say("Done."))
+        model.add("task_maistro", route("todo"), say("Done."), say("You're welcome."))
         model.add("update_todos", mark_every_dentist_item_done)
-        turn(agent, "I did everything about the dentist, mark it all done.")
+        for message in ("I did everything about the dentist, mark it all done.", "Thanks!"):
+            statements.clear()
+            turn(agent, message)
+            wait_for_whole_reads()
+            reads.append([s for s in statements if s.startswith("SELECT '")])  # the memory reads (not a write's check)
     finally:
         agent.store.conn.set_trace_callback(None)
         close_graph(agent)
-    reads = [s for s in statements if s.lstrip().upper().startswith(("SELECT", "WITH")) and "FROM store" in s]
-    assert len(reads) == 1, reads
-    assert "OFFSET" not in reads[0].upper()
+    first, second = reads
+    head, memories, whole = first
+    assert LIST_INDEX in head and "'todo.Lance'" in head and "OFFSET" not in head.upper()
+    assert "'todo.Lance'" not in memories, "the turn's other statement reads the single documents only"
+    assert "'todo.Lance'" in whole and "maistro_todo_changes" in whole, "read whole after the run"
+    assert len(second) == 1 and "'todo.Lance'" in second[0] and "c.seq > -1" not in second[0], "its changes only"

@@ -84,7 +84,7 @@ def test_a_list_read_again_prepares_only_what_changed(tmp_path, monkeypatch):
         prepared.append(document.key)
         return stored_entry(document, *kind)
 
-    monkeypatch.setattr("graph.memory.context.stored_entry", counted_entry)
+    monkeypatch.setattr("graph.memory.list_reads.stored_entry", counted_entry)
     with open_store(tmp_path, "", "") as store:
         fill(store, "u", 200)
         select_todos(store, "u", "hello", limit=30)

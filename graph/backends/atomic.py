@@ -27,7 +27,9 @@ from typing import Any
 from langgraph.store.base import Op, PutOp, Result
 from langgraph.store.sqlite import SqliteStore
 
+from graph.backends import list_index
 from graph.backends.history_sql import HISTORY_PREFIX, INDEX, PRUNED, HistorySql, history_prefix
+from graph.backends.list_index import ListIndexed
 from graph.backends.todo_changes import (
     FORGET_LOG,
     FORGETS,
@@ -105,7 +107,7 @@ _SQLITE_PRUNED_ROWS = f"""SELECT prefix, key FROM (
 ) WHERE rank > :keep OR time < :cutoff"""
 
 
-class AtomicSqliteStore(HistorySql, TodoChangeLog, ConditionalBatches, ChunkedPuts, SqliteStore):
+class AtomicSqliteStore(HistorySql, ListIndexed, TodoChangeLog, ConditionalBatches, ChunkedPuts, SqliteStore):
     """A `SqliteStore` whose batches commit when they succeed and roll back when anything in them fails, with the
     memory change log and the history index in SQLite's dialect (`graph.backends.todo_changes`,
     `graph.backends.history_sql`)."""
@@ -146,6 +148,7 @@ END""",
 (prefix, json_extract(value, '$.time'), json_extract(value, '$.order'), key) WHERE {_SQLITE_HISTORY}""",
             f"CREATE TABLE IF NOT EXISTS {PRUNED} (prefix TEXT PRIMARY KEY, pruned INTEGER NOT NULL)",
         ),
+        list_index.SQLITE_MIGRATION,
     )
     HISTORY_NEWEST = f"""SELECT key, value FROM store WHERE {_SQLITE_HISTORY} AND prefix = :prefix
 ORDER BY {_SQLITE_HISTORY_ORDER} LIMIT :limit OFFSET :offset"""
@@ -165,6 +168,23 @@ OR (type = 'trigger' AND name IN ('{TABLE}_INSERT', '{TABLE}_UPDATE', '{TABLE}_D
         epoch="CAST(strftime('%s', {column}) AS INTEGER)", live="", since="c.seq > {seen}",
         forgets="coalesce(max(id), 0)", forgets_table=FORGETS, identity=CHANGE_LOG_IDENTITY,
     )
+
+    def reinstall_change_log(self) -> None:
+        """Install the log again on a store whose table was reset (a restore), and index its lists again."""
+        super().reinstall_change_log()
+        self.reindex_lists()
+
+    def list_index_dialect(self) -> list_index.ListIndexDialect:
+        """The list index in SQLite's SQL (`graph.backends.list_index`)."""
+        return list_index.SQLITE
+
+    def _list_index_cursor(self) -> AbstractContextManager[sqlite3.Cursor]:
+        return self._cursor(begin="BEGIN IMMEDIATE")
+
+    def _head_rows(self, statement: str, parameters: Mapping[str, Any]) -> list[tuple]:
+        with self._cursor(transaction=False) as cur:
+            cur.execute(statement, parameters)
+            return cur.fetchall()
 
     @contextmanager
     def _cursor(self, *, transaction: bool = True, begin: str = "BEGIN") -> Iterator[sqlite3.Cursor]:

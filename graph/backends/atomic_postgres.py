@@ -4,7 +4,7 @@ import functools
 import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from langgraph.store.base import PutOp
@@ -14,9 +14,10 @@ from psycopg import Cursor, IsolationLevel
 from psycopg.errors import DeadlockDetected, SerializationFailure
 from psycopg.rows import dict_row, tuple_row
 
-from graph.backends import history_postgres
+from graph.backends import history_postgres, list_index
 from graph.backends.atomic import ChunkedPuts, ConditionalBatches, prefix_of
 from graph.backends.history_sql import PRUNED, HistorySql, history_prefix
+from graph.backends.list_index import ListIndexed
 from graph.backends.todo_changes import (
     FORGET_LOG,
     FORGETS,
@@ -51,7 +52,7 @@ def setup_lock(conn: Any) -> Iterator[None]:
         conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))
 
 
-class AtomicPostgresStore(HistorySql, TodoChangeLog, ConditionalBatches, ChunkedPuts, PostgresStore):
+class AtomicPostgresStore(HistorySql, ListIndexed, TodoChangeLog, ConditionalBatches, ChunkedPuts, PostgresStore):
     """A `PostgresStore` whose batches commit when they succeed and roll back when anything in them fails, with the
     memory change log and the history index in PostgreSQL's dialect (`graph.backends.todo_changes`,
     `graph.backends.history_postgres`).
@@ -98,6 +99,7 @@ WHEN (left(NEW.prefix, {len(UNLOGGED_PREFIX)}) <> '{UNLOGGED_PREFIX}') EXECUTE F
 WHEN (left(OLD.prefix, {len(UNLOGGED_PREFIX)}) <> '{UNLOGGED_PREFIX}') EXECUTE FUNCTION {TABLE}_log()""",
         ),
         history_postgres.MIGRATION,
+        list_index.POSTGRES_MIGRATION,
     )
     HISTORY_NEWEST, HISTORY_COUNT, HISTORY_IDS = history_postgres.NEWEST, history_postgres.COUNT, history_postgres.IDS
     CHANGE_LOG_BACKFILL = f"""INSERT INTO {TABLE} (prefix, key, xid)
@@ -149,6 +151,19 @@ WHERE prefix = {prefix} AND expires_at > %(expired_after{n})s::timestamptz AND e
             identity=cls.CHANGE_LOG_IDENTITY, per_collection=cls._EXPIRED if hide_expired else "", tail=cls._MARK,
         )
 
+    def list_index_dialect(self) -> list_index.ListIndexDialect:
+        """The list index in PostgreSQL's SQL (`graph.backends.list_index`)."""
+        return list_index.postgres_dialect(bool((self.ttl_config or {}).get("omit_expired")))
+
+    def _list_index_cursor(self) -> AbstractContextManager[Cursor]:
+        return self._cursor(pipeline=True)  # one transaction (the store has no pipeline mode)
+
+    def _head_rows(self, statement: str, parameters: Mapping[str, Any]) -> list[tuple]:
+        with self._cursor() as cur:
+            cur.row_factory = tuple_row
+            cur.execute(statement, parameters)
+            return cur.fetchall()
+
     def install_change_log(self) -> None:
         """Give the set-up store's database the change log and its triggers, log the memory rows it lacks, and read
         the store through the log from now on. The caller holds the setup lock (`setup_lock`)."""
@@ -168,9 +183,10 @@ WHERE prefix = {prefix} AND expires_at > %(expired_after{n})s::timestamptz AND e
         self.change_log_installed = True
 
     def reinstall_change_log(self) -> None:
-        """Install the log again on a store whose table was reset, under the setup lock."""
+        """Install the log again on a store whose table was reset, under the setup lock, and index its lists again."""
         with self._cursor() as cur, setup_lock(cur.connection):
             self.install_change_log()
+            self.reindex_lists()
 
     def change_log_present(self) -> bool:
         """Whether the database has the change log's tables and triggers (a restore may have taken them)."""

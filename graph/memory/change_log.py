@@ -3,8 +3,10 @@
 This project's SQL stores (`graph.backends.atomic`, `graph.backends.atomic_postgres`) keep one: their
 database records which memory rows changed (every namespace but the history), so a turn reads its single
 documents and only the changed documents of each collection in one statement (`read_memory_rows`), and
-forgetting a user also clears the log (`forget_user_items`). Any other store (the `langgraph dev` server's own,
-`InMemoryStore`) is read and written through the `BaseStore` API alone; `change_log` tells the two apart.
+forgetting a user also clears the log (`forget_user_items`). They also keep a list index, so that the first
+read of a long list returns only what a turn can show (`read_list_head`, `graph.backends.list_index`). Any other
+store (the `langgraph dev` server's own, `InMemoryStore`) is read and written through the `BaseStore` API alone;
+`change_log` tells the two apart.
 """
 
 from collections.abc import Mapping, Sequence
@@ -65,6 +67,16 @@ class MemoryRows:
     whole: frozenset[str]
 
 
+@dataclass(frozen=True)
+class ListHead:
+    """What the first read of a long list returned (`ChangeLogStore.read_list_head`): the list's size and open
+    documents, and the documents a turn's selection can pick, not yet parsed."""
+
+    total: int
+    open_total: int
+    documents: list[StoredDocument]
+
+
 @runtime_checkable
 class ChangeLogStore(Protocol):
     """A store with a memory change log, read through it once `change_log_installed` is true."""
@@ -78,6 +90,15 @@ class ChangeLogStore(Protocol):
 
     def forget_user_items(self, user_id: str, deletions: Sequence[PutOp]) -> None:
         """Delete the user's items (`deletions`) and their log rows in one transaction."""
+        ...
+
+    def read_list_head(
+        self, user_id: str, kind: MemoryKind, terms: Sequence[str], recent: int, open_limit: int
+    ) -> ListHead | None:
+        """The counts of the user's list of `kind` and the documents a selection for `terms` can pick: the
+        `recent` most recently changed, the `open_limit` most recent open ones, the open ones with a deadline, and
+        those whose text fields may hold a term (`graph.backends.list_index`); None when the list's index is not
+        complete or a term cannot be narrowed in SQL."""
         ...
 
 

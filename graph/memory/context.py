@@ -24,11 +24,10 @@ from langgraph.store.base import BaseStore
 from graph.configuration import Configuration
 from graph.memory.change_log import change_log
 from graph.memory.kinds import TODO, MemoryKind
+from graph.memory.list_reads import head_candidates, updated_list
 from graph.memory.selection import (
     LISTS,
     Candidates,
-    Entry,
-    PreparedList,
     Quotas,
     Selection,
     choose,
@@ -37,7 +36,6 @@ from graph.memory.selection import (
     rank_entries,
     recent_user_text,
     semantic_hits,
-    stored_entry,
 )
 from graph.memory.store import read_kind
 
@@ -89,8 +87,8 @@ def read_turn(
 
     On SQLite and PostgreSQL the statement returns only the documents of each collection changed since this
     process last read it (`graph.memory.change_log.ChangeLogStore.read_memory_rows`), and only those are
-    prepared again; the first read of a list in a process reads it whole, and builds the items (parses their
-    times) of only those the turn shows or an update reaches (`graph.memory.selection.stored_entry`).
+    prepared again; a long list the process does not hold yet is read by its head, only what the turn can show,
+    and whole in the background (`graph.memory.list_reads`).
     """
     collections = [kind for kind in kinds if kind.collection]
     logged = change_log(store)
@@ -107,24 +105,19 @@ def read_turn(
     for kind in collections:
         state = LISTS.take(store, (kind.name, user_id))
         kept[kind.name] = state if state and state[1].kind is kind else None  # not one of another declaration
-    rows = logged.read_memory_rows(user_id, kinds, {name: state[0][0] for name, state in kept.items() if state})
     candidates = {}
     for kind in collections:
+        if kept[kind.name] is None:
+            head = head_candidates(store, logged, user_id, kind, wanted, quotas)
+            if head is not None:
+                candidates[kind.name] = head
+    marks = {name: state[0][0] for name, state in kept.items() if state}
+    rows = logged.read_memory_rows(user_id, [kind for kind in kinds if kind.name not in candidates], marks)
+    for kind in collections:
+        if kind.name in candidates:
+            continue
         state = kept[kind.name] if kind.name not in rows.whole else None
-        (_, versions), prepared = state or ((None, {}), None)
-        changed: list[Entry] = []
-        removed: list[str] = []
-        for change in rows.changes.get(kind.name, ()):
-            if change.document is None:
-                if versions.pop(change.key, None) is not None:
-                    removed.append(change.key)
-            elif versions.get(change.key) != change.version:
-                versions[change.key] = change.version
-                changed.append(stored_entry(change.document, kind))
-        if prepared is None:
-            prepared = PreparedList(kind, changed)
-        else:
-            prepared.changed(changed, removed)
+        versions, prepared = updated_list(kind, (state[0][1], state[1]) if state else None, rows.changes[kind.name])
         candidates[kind.name] = rank_entries(prepared, wanted, quotas)
         LISTS.keep(store, (kind.name, user_id), (rows.marks[kind.name], versions), prepared)
     documents = {name: [item.value] if item else [] for name, item in rows.documents.items()}

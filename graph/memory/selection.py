@@ -228,6 +228,21 @@ def term_pattern(term: str) -> re.Pattern:
     return re.compile(f"{literal}(?!{boundary})(?<!{boundary}{literal})")
 
 
+# Characters that lower-casing no other character produces, which a LIKE pattern may therefore hold as themselves
+# to match a text of any case (SQLite's LIKE folds ASCII case; on PostgreSQL the words are lower-cased): ASCII
+# digits and letters but "i" and "k" (the lower case of "İ" and of the Kelvin sign), and the CJK runs' characters,
+# which have no case.
+_LITERAL = re.compile(f"[0-9a-hjl-z{_CJK}]")
+
+
+@functools.lru_cache(maxsize=1024)
+def superset_pattern(term: str) -> str | None:
+    """A `LIKE` pattern that the text of every document holding `term` matches, whatever its case (a character of
+    the term that another character lower-cases to matches anything), or None when it would match everything."""
+    pattern = re.sub("%+", "%", "".join(c if _LITERAL.fullmatch(c) else "%" for c in f"%{term}%"))
+    return None if pattern == "%" else pattern
+
+
 def deadline_of(document: dict, field: str = "deadline") -> datetime | None:
     """A document's deadline (a ToDo's, by default) as an aware datetime (one without a zone is taken as UTC); None
     when it has none."""
@@ -266,6 +281,11 @@ class PreparedList:
         self.deadlines: list[Entry] = []
         self.open_total = 0
         self.changed(entries, ())
+
+    @property
+    def total(self) -> int:
+        """How many documents the list holds."""
+        return len(self.entries)
 
     def _orders(self, e: Entry) -> list[tuple[list[Entry], Callable[[Entry], tuple]]]:
         orders = [(self.by_recency, _recency)]
@@ -317,6 +337,20 @@ class PreparedList:
             self.by_recency[:] = sorted(self.entries.values(), key=_recency)
             self.open_by_recency[:] = [e for e in self.by_recency if e.is_open]
             self.deadlines[:] = sorted((e for e in self.open_by_recency if e.deadline), key=_soonest)
+
+
+class PreparedHead(PreparedList):
+    """The documents of a long list that a turn's selection can pick (`graph.memory.list_reads`), with the whole
+    list's counts: ranked for that turn's terms, it gives what the whole list would."""
+
+    def __init__(self, kind: MemoryKind, entries: Sequence[Entry], total: int, open_total: int) -> None:
+        super().__init__(kind, entries)
+        self._total, self.open_total = total, open_total
+
+    @property
+    def total(self) -> int:
+        """How many documents the whole list holds."""
+        return self._total
 
 
 class ListCache:
@@ -387,7 +421,7 @@ def named_keys(prepared: PreparedList, wanted: Sequence[str], count: int) -> lis
     A term that more than `COMMON` items share brings forward only its `count` most recently changed items,
     so the cost stays bounded however long the list: an item with a rarer term is scored on all its terms.
     """
-    total = len(prepared.entries)
+    total = prepared.total
     weights: dict[str, float] = {}
     candidates: dict[str, None] = {}
     for term in dict.fromkeys(wanted):
@@ -404,7 +438,7 @@ def named_keys(prepared: PreparedList, wanted: Sequence[str], count: int) -> lis
 def rank_entries(prepared: PreparedList, wanted: Sequence[str], quotas: Quotas) -> Candidates:
     """Rank a list by its index and orders: the candidates within `quotas`, at a cost that does not grow with it."""
     entries = prepared.entries
-    total = len(entries)
+    total = prepared.total
     orderings = [
         ("named", [entries[key] for key in named_keys(prepared, wanted, quotas.named)]),
         ("recent", prepared.by_recency[: quotas.recent]),
