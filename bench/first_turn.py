@@ -5,8 +5,11 @@ A user with 10,000 ToDos and an empty user are stored first (SQLite, and Postgre
 does: `build_graph`, then two turns through the real graph, trustcall, store and `ChatOpenAI` against the
 zero-latency chore endpoint (`bench.chore_endpoint`), each turn adding a chore. It reports the wall and CPU
 milliseconds of each turn (median over the processes) and the ratio of the first to the second; the first
-turn pays for what a process does once (lazy imports, the HTTP connection, the first read of the lists). The
-machine's load average is printed beside the figures.
+turn pays for what a process does once (lazy imports, the HTTP connection, the first read of the lists). A
+long list's first turn reads its head and leaves the whole list to a background read after the run
+(`graph.memory.list_reads`): the child waits for that read before its second turn, as a person's next message
+comes later, and its wall milliseconds are reported too. The machine's load average is printed beside the
+figures.
 """
 
 import argparse
@@ -32,6 +35,7 @@ CHILD = """
 import json, sys, time
 from langchain_core.messages import HumanMessage
 from graph import build_graph, close_graph
+from graph.memory.list_reads import wait_for_whole_reads
 user, where, run = sys.argv[1], sys.argv[2], sys.argv[3]
 agent = build_graph(database_url=where) if where.startswith("postgresql") else build_graph(where)
 config = {"configurable": {"thread_id": f"{user}-{run}", "user_id": user}}
@@ -40,6 +44,9 @@ for n in range(2):
     wall, cpu = time.perf_counter(), time.process_time()
     agent.invoke({"messages": [HumanMessage(f"%sBuy stamps (chore {run}.{n})")]}, config)
     turns.append({"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu})
+    wall = time.perf_counter()
+    wait_for_whole_reads()  # what the turn left to the background, done before the person's next message
+    turns[-1]["background"] = time.perf_counter() - wall
 close_graph(agent)
 print(json.dumps(turns))
 """ % ADD
@@ -63,6 +70,7 @@ def measure(where: str) -> dict:
             first = 1000 * statistics.median(turns[0][measure_name] for turns in runs)
             second = 1000 * statistics.median(turns[1][measure_name] for turns in runs)
             row[measure_name] = {"first_ms": first, "second_ms": second, "ratio": first / second}
+        row["background_ms"] = 1000 * statistics.median(turns[0]["background"] for turns in runs)
         figures[user] = row
     return figures
 
@@ -102,8 +110,8 @@ def main() -> None:
 def print_table(results: dict) -> None:
     """The first-vs-second-turn table, with the target and the load average."""
     print(f"| fresh process, median of {REPEATS} | backend | user | first turn ms (wall / CPU) "
-          "| second turn ms (wall / CPU) | first ÷ second (wall / CPU) | target |")
-    print("|---|---|---|---|---|---|---|")
+          "| background read after it, ms | second turn ms (wall / CPU) | first ÷ second (wall / CPU) | target |")
+    print("|---|---|---|---|---|---|---|---|")
     for backend in ("sqlite", "postgres"):
         for user, label in (("empty", "empty"), ("large", f"{LARGE_LIST:,} ToDos")):
             if backend not in results:
@@ -111,7 +119,7 @@ def print_table(results: dict) -> None:
             wall, cpu = results[backend][user]["wall"], results[backend][user]["cpu"]
             verdict = f"≤ {TARGET}x: {'met' if wall['ratio'] <= TARGET else 'MISSED'}" if user == "large" else ""
             print(f"| first vs second turn | {backend} | {label} | {wall['first_ms']:.0f} / {cpu['first_ms']:.0f} "
-                  f"| {wall['second_ms']:.0f} / {cpu['second_ms']:.0f} | {wall['ratio']:.2f}x / {cpu['ratio']:.2f}x "
+                  f"| {results[backend][user]['background_ms']:.0f} | {wall['second_ms']:.0f} / {cpu['second_ms']:.0f} | {wall['ratio']:.2f}x / {cpu['ratio']:.2f}x "
                   f"| {verdict} |")
     before, after = results["load_average_before"], results["load_average_after"]
     print(f"\nLoad average (1, 5, 15 min) before {before[0]:.2f} {before[1]:.2f} {before[2]:.2f}, "
