@@ -253,12 +253,15 @@ def test_a_bad_history_keep_is_one_sentence(value):
 def test_langgraph_postgres_stores_as_the_servers_use_them_read_only_the_page(fresh_database, validations):
     from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
 
-    from graph.backends.history_postgres import read_langgraph_stores_through_sql
+    from graph.backends.history_postgres import MIGRATION, read_langgraph_stores_through_sql
 
     read_langgraph_stores_through_sql()  # as the memory page's endpoints do on Aegra (`server_store`)
     entries = newest_first(history_entries(600))
     with PostgresStore.from_conn_string(fresh_database) as store:
         store.setup()
+        with store._cursor() as cur:  # what Aegra's retention sweep gives its database as the server starts
+            for statement in MIGRATION:
+                cur.execute(statement)
         write_history(store, entries)
         page = history_page(store, USER, 10)
         assert page.entries == entries[:10] and page.total == 600

@@ -2,10 +2,10 @@
 LangGraph's own PostgreSQL stores, Aegra's server store among them.
 
 `read_langgraph_stores_through_sql` (which `graph.server.platform.server_store` calls on Aegra) lets the history
-reader (`graph.memory.history`) read LangGraph's `PostgresStore` and `AsyncPostgresStore` through these statements: the same `store` table, and the history index once a `maistro`
-command has opened that database (without it, PostgreSQL still sorts the user's rows itself and sends only the
-page). An async store's statements run on its event loop, from the caller's (worker) thread. Retention runs in
-this project's stores only: a server's store has no pruned counts.
+reader (`graph.memory.history`) read LangGraph's `PostgresStore` and `AsyncPostgresStore` through these
+statements: the same `store` table, with the history index and the table of pruned counts (`MIGRATION`), which
+Aegra's retention sweep gives the database before the server takes requests (`graph.server.retention`, which
+also prunes there). An async store's statements run on its event loop, from the caller's (worker) thread.
 """
 
 import asyncio
@@ -30,8 +30,6 @@ NEWEST = f"""SELECT key, value::text FROM store WHERE {HISTORY_ROWS} AND prefix 
 ORDER BY {NEWEST_FIRST} LIMIT %(limit)s OFFSET %(offset)s"""
 COUNT = f"""SELECT (SELECT count(*) FROM store WHERE {HISTORY_ROWS} AND prefix = %(prefix)s),
 (SELECT coalesce(max(pruned), 0) FROM {PRUNED} WHERE prefix = %(prefix)s)"""
-# On a database retention has never run on (a server's store), without the table of pruned counts.
-STORED_COUNT = f"SELECT count(*), 0 FROM store WHERE {HISTORY_ROWS} AND prefix = %(prefix)s"
 IDS = f"""SELECT key FROM store WHERE {HISTORY_ROWS} AND prefix = %(prefix)s
 AND key COLLATE "C" >= %(start)s AND key COLLATE "C" < %(end)s ORDER BY key COLLATE "C" LIMIT %(limit)s"""
 # Every user's history rows beyond the newest %(keep)s or dated before %(cutoff)s, deleted and counted.
@@ -52,7 +50,7 @@ class PostgresServerHistory(HistorySql):
     """The history statements on LangGraph's own `PostgresStore` or `AsyncPostgresStore` (see the module)."""
 
     change_log_installed = True
-    HISTORY_NEWEST, HISTORY_COUNT, HISTORY_IDS = NEWEST, STORED_COUNT, IDS
+    HISTORY_NEWEST, HISTORY_COUNT, HISTORY_IDS = NEWEST, COUNT, IDS
 
     def __init__(self, store: Any) -> None:
         self.store = store

@@ -13,7 +13,13 @@ batches, on the server's own connection pool,
   the last MAISTRO_KEEP_TURNS turns kept whole, a branch's latest checkpoint never deleted, one statement per
   batch), so time travel works on the kept turns as in Python use;
 - deletes each thread's finished runs (success, error, timeout, interrupted) but its newest MAISTRO_KEEP_TURNS;
-  pending and running ones are never touched.
+  pending and running ones are never touched;
+- at most once per `PRUNE_INTERVAL_SECONDS` (the first sweep included), prunes every user's history to what
+  MAISTRO_HISTORY_KEEP keeps, with the statement the project's PostgreSQL store runs
+  (`graph.backends.history_postgres.PRUNE`), counting what it deleted so that an undo can say why a change is gone.
+
+Before the server takes requests it gives Aegra's database the history's index and its table of pruned counts
+(`history_postgres.MIGRATION`, under the project's setup lock), which the memory page's history reads use there.
 
 At start-up it also drops the HNSW index LangGraph's store builds on `store_vectors` (`store_vectors_embedding_idx`,
 about 2 kB per ToDo): per-user search never uses it, since it reads the user's rows by namespace prefix and sorts
@@ -28,11 +34,13 @@ runs the sweep against a real Aegra so that a change there fails a test.
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from datetime import datetime, timedelta
 from typing import Any
 
+from graph.backends.history_sql import NO_AGE_LIMIT, NO_COUNT_LIMIT, PRUNE_INTERVAL_SECONDS, retention_bounds
 from graph.backends.postgres import VECTOR_INDEX
 from graph.settings import current_settings
 
@@ -73,6 +81,28 @@ def batches(threads: Sequence[str]) -> list[list[str]]:
     return [list(threads[start : start + THREADS_PER_BATCH]) for start in range(0, len(threads), THREADS_PER_BATCH)]
 
 
+async def prepare_history(pool: Any) -> None:
+    """Give the database the history's index and its table of pruned counts, once (under the setup lock)."""
+    from graph.backends import history_postgres
+    from graph.backends.atomic_postgres import SETUP_LOCK
+
+    async with pool.connection() as conn, conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SETUP_LOCK,))
+        for statement in history_postgres.MIGRATION:
+            await conn.execute(statement)
+
+
+async def prune_history(pool: Any) -> None:
+    """Delete every user's history entries beyond what MAISTRO_HISTORY_KEEP keeps, counting them."""
+    from graph.backends import history_postgres
+
+    keep, cutoff = retention_bounds()
+    if keep == NO_COUNT_LIMIT and cutoff == NO_AGE_LIMIT:
+        return
+    async with pool.connection() as conn:
+        await conn.execute(history_postgres.PRUNE, {"keep": keep, "cutoff": cutoff})
+
+
 async def drop_vector_index(pool: Any) -> None:
     """Drop the store's HNSW index, which no per-user query uses (see the module's docstring)."""
     async with pool.connection() as conn:
@@ -84,6 +114,7 @@ async def sweep_forever(pool: Any) -> None:
     started; a failed step is logged and the next sweep covers its threads too."""
     settings = current_settings()
     since = None
+    history_pruned_at = float("-inf")
     try:
         await drop_vector_index(pool)
     except Exception:  # another instance may be dropping it at the same moment
@@ -91,21 +122,27 @@ async def sweep_forever(pool: Any) -> None:
     while True:
         try:
             since = await sweep(pool, since, settings.keep_turns) - LOOK_BACK
+            if time.monotonic() - history_pruned_at >= PRUNE_INTERVAL_SECONDS:
+                await prune_history(pool)
+                history_pruned_at = time.monotonic()
         except Exception:  # the database may be restarting; the sweep must outlive that
-            logger.exception("The retention sweep of checkpoints and runs failed; it runs again in %s minutes",
+            logger.exception("The retention sweep of checkpoints, runs and history failed; it runs again in %s minutes",
                              settings.ttl_sweep_minutes)
         await asyncio.sleep(settings.ttl_sweep_minutes * 60)
 
 
 @asynccontextmanager
 async def retention_sweep() -> AsyncIterator[None]:
-    """Run `sweep_forever` on Aegra's connection pool for the block (nothing on other servers)."""
+    """Prepare the history's tables, then run `sweep_forever` on Aegra's connection pool for the block (nothing on
+    other servers)."""
     from graph.server.platform import AEGRA, server_kind, server_store
 
     if server_kind() != AEGRA:
         yield
         return
-    task = asyncio.create_task(sweep_forever((await server_store()).conn), name="maistro-retention-sweep")
+    pool = (await server_store()).conn
+    await prepare_history(pool)
+    task = asyncio.create_task(sweep_forever(pool), name="maistro-retention-sweep")
     try:
         yield
     finally:

@@ -51,3 +51,32 @@ def test_aegra_keeps_each_threads_last_turns_of_checkpoints_and_runs_and_no_vect
     said = [message["content"] for message in turn.messages if message["type"] == "human"]
     assert said == [f"message {number}" for number in range(TURNS)] + ["one more"], "the thread lost nothing"
     assert vector_indexes == [], "store_vectors has no HNSW index"
+
+
+HISTORY_KEEP = 3
+HISTORY_ROWS = "SELECT count(*) FROM store WHERE prefix = 'history.ada'"
+PRUNED = "SELECT coalesce(max(pruned), 0) FROM maistro_history_pruned WHERE prefix = 'history.ada'"
+
+
+def test_aegra_prunes_each_users_history_to_what_maistro_history_keep_keeps(tmp_path, postgres_url):
+    """Ten history entries of a user, MAISTRO_HISTORY_KEEP=3: Aegra's retention sweep keeps the newest three and
+    counts the seven it pruned, as the project's own stores do."""
+    from langgraph.store.postgres import PostgresStore
+
+    database = create_database(postgres_url)
+    with PostgresStore.from_conn_string(database) as store:
+        store.setup()
+        for number in range(10):
+            store.put(("history", USER), f"entry-{number}", {"time": f"2026-11-{number + 1:02d}T10:00:00+00:00", "order": 0})
+    with OpenAIStub(lambda request: text_reply("Noted.")) as stub:
+        env = token_environment(tmp_path, stub, {USER: TOKEN}, MAISTRO_HISTORY_KEEP=str(HISTORY_KEEP),
+                                MAISTRO_TTL_SWEEP_MINUTES=str(SWEEP_MINUTES))
+        with aegra_instances(tmp_path, env, database):
+            deadline = time.monotonic() + 30
+            with psycopg.connect(database, autocommit=True) as conn:
+                while conn.execute(HISTORY_ROWS).fetchone()[0] != HISTORY_KEEP and time.monotonic() < deadline:
+                    time.sleep(0.5)
+                kept = [row[0] for row in conn.execute("SELECT key FROM store WHERE prefix = 'history.ada' ORDER BY key")]
+                pruned = conn.execute(PRUNED).fetchone()[0]
+    assert kept == ["entry-7", "entry-8", "entry-9"], kept
+    assert pruned == 7
