@@ -186,6 +186,20 @@ class ListIndexed:
         return ListHead(int(counted[CREATED_EPOCH]), int(counted[UPDATED_EPOCH] or 0), list(documents.values()))
 
 
+def _describe(parameter: str, json_value: str) -> str:
+    """The upsert of a kind's description (`kind_description`) that returns the kind when its version changed, with
+    the dialect's parameter style and its JSON values written as `json_value` (`{}` for the parameter)."""
+    value = {name: parameter.format(name) for name in ("kind", "version", "status_path", "deadline_path")}
+    value.update({name: json_value.format(parameter.format(name)) for name in ("open_statuses", "text_paths")})
+    return f"""INSERT INTO {KINDS} (kind, version, status_path, open_statuses, deadline_path, text_paths)
+VALUES ({value["kind"]}, {value["version"]}, {value["status_path"]}, {value["open_statuses"]}, {value["deadline_path"]},
+    {value["text_paths"]})
+ON CONFLICT (kind) DO UPDATE SET version = excluded.version, status_path = excluded.status_path,
+    open_statuses = excluded.open_statuses, deadline_path = excluded.deadline_path, text_paths = excluded.text_paths
+WHERE {KINDS}.version <> excluded.version
+RETURNING kind"""
+
+
 def _sqlite_indexed(row: str) -> str:
     """The list index's columns of a `store` row (`{row}`: NEW in a trigger, the table's alias in a reindex), with
     the kind's description `k` joined."""
@@ -205,12 +219,7 @@ SQLITE = ListIndexDialect(
     parameter=":{}", value="s.value", time_text="{column}", path='$."{}"', like="words LIKE {pattern}",
     number="(instr(words, {digits}) > 0 AND (' ' || words || ' ') GLOB {pattern})", number_pattern="*[^0-9]{digits}[^0-9]*",
     escaped="instr(words, '\\u') > 0", live="", collate="",
-    describe=f"""INSERT INTO {KINDS} (kind, version, status_path, open_statuses, deadline_path, text_paths)
-VALUES (:kind, :version, :status_path, :open_statuses, :deadline_path, :text_paths)
-ON CONFLICT (kind) DO UPDATE SET version = excluded.version, status_path = excluded.status_path,
-    open_statuses = excluded.open_statuses, deadline_path = excluded.deadline_path, text_paths = excluded.text_paths
-WHERE {KINDS}.version <> excluded.version
-RETURNING kind""",
+    describe=_describe(":{}", "{}"),
     reindex=(
         f"DELETE FROM {INDEX} WHERE substr(prefix, 1, length(:kind) + 1) = :kind || '.'",
         f"""INSERT OR REPLACE INTO {INDEX} {_SQLITE_COLUMNS} SELECT {_sqlite_indexed("s")}
@@ -276,12 +285,7 @@ def postgres_dialect(hide_expired: bool) -> ListIndexDialect:
         like="words LIKE {pattern}", number="(strpos(words, {digits}) > 0 AND words ~ {pattern})", number_pattern="(^|[^0-9]){digits}($|[^0-9])",
         escaped="strpos(words, '\\u') > 0",
         live="AND (expires_at IS NULL OR expires_at > NOW())" if hide_expired else "", collate=' COLLATE "C"',
-        describe=f"""INSERT INTO {KINDS} (kind, version, status_path, open_statuses, deadline_path, text_paths)
-VALUES (%(kind)s, %(version)s, %(status_path)s, %(open_statuses)s::jsonb, %(deadline_path)s, %(text_paths)s::jsonb)
-ON CONFLICT (kind) DO UPDATE SET version = EXCLUDED.version, status_path = EXCLUDED.status_path,
-    open_statuses = EXCLUDED.open_statuses, deadline_path = EXCLUDED.deadline_path, text_paths = EXCLUDED.text_paths
-WHERE {KINDS}.version <> EXCLUDED.version
-RETURNING kind""",
+        describe=_describe("%({})s", "{}::jsonb"),
         reindex=(
             f"DELETE FROM {INDEX} WHERE left(prefix, length(%(kind)s) + 1) = %(kind)s || '.'",
             f"""INSERT INTO {INDEX} {_POSTGRES_COLUMNS} SELECT {_postgres_indexed("s")}
