@@ -256,3 +256,19 @@ def test_a_truncated_store_table_is_indexed_again_when_the_change_log_finds_it(f
         read = read_turn_memories(store, settings, [HumanMessage("batch")], (TODO,))  # the process held the list
         assert read.prompt[TODO.name].hidden_open == 4
         assert store.read_list_head("u", TODO, ["batch"], 4, 24).total == 10
+
+
+class Quoted(BaseModel):
+    """A kind whose text field is named by an alias no JSON path can hold as it is."""
+
+    title: str = Field(alias='the "title"', description="The title.")
+
+
+def test_a_kind_with_a_field_no_path_can_name_is_not_indexed_and_read_whole(database, monkeypatch):
+    quoted = MemoryKind(name="quoted", schema=Quoted, collection=True, description="quoted things", label="quoted")
+    with open_store(**database) as store:
+        store.describe_lists([quoted])
+        store.batch([PutOp(namespace(quoted, "u"), f"q{n}", {'the "title"': f"Title {n}"}) for n in range(5)])
+        assert store.read_list_head("u", quoted, ["title"], 4, 24) is None
+        by_head, whole = both_ways(store, quoted, "title 3", 2, monkeypatch)
+        assert by_head == whole and len(whole.items) == 2

@@ -104,6 +104,10 @@ def kind_description(kind: MemoryKind, dialect: ListIndexDialect) -> dict[str, A
     return {"kind": kind.name, "version": version, **fields}
 
 
+def _indexed_fields(kind: MemoryKind) -> list[str]:
+    return [field for field in (kind.status_field, kind.deadline_field, *kind.text_fields) if field]
+
+
 @functools.lru_cache(maxsize=64)
 def head_statement(dialect: ListIndexDialect, numbers: tuple[bool, ...]) -> str:
     """The first read of a long list, with a pattern per term (`numbers`: whether each is a number's); its named
@@ -137,11 +141,12 @@ class ListIndexed:
         raise NotImplementedError
 
     def describe_lists(self, kinds: Sequence[MemoryKind]) -> None:
-        """Record the collection kinds' fields; index again the rows of each kind whose description changed."""
+        """Record the collection kinds' fields; index again the rows of each kind whose description changed. A
+        kind with a field whose name is no identifier (an alias) is left out: its lists are read whole."""
         dialect = self.list_index_dialect()
         with self._list_index_cursor() as cur:
             for kind in kinds:
-                if not kind.collection:
+                if not (kind.collection and all(field.isidentifier() for field in _indexed_fields(kind))):
                     continue
                 description = kind_description(kind, dialect)
                 cur.execute(dialect.describe, description)
