@@ -35,6 +35,7 @@ TARGET_MB_PER_1000_TURNS = 4.0
 # Tables the retention keeps at a bounded size per thread; every other table grows with the memories.
 BOUNDED_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "runs", "maistro_checkpoint_retention")
 SWEEP_MINUTES = 0.05
+PAGE = 500
 TABLE_SIZES = """
 SELECT c.relname AS name, pg_total_relation_size(c.oid) AS bytes, c.reltuples AS rows
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -61,9 +62,11 @@ async def converse(url: str, turns: int) -> tuple[float, int]:
         if errors:
             raise RuntimeError(f"turn {number}: {errors[0]}")
     seconds = time.perf_counter() - started
-    items = await client.store.search_items((TODO, user_label(USER)), limit=turns + 10)
+    todos = 0
+    while page := (await client.store.search_items((TODO, user_label(USER)), limit=PAGE, offset=todos))["items"]:
+        todos += len(page)  # in pages: the server refuses a longer one
     await client.aclose()
-    return seconds, len(items["items"])
+    return seconds, todos
 
 
 def main() -> None:
