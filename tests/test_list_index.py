@@ -143,26 +143,28 @@ def test_the_head_fetches_only_what_a_turn_can_show(database):
             "deadline": f"2026-12-{1 + n % 28:02d}T10:00:00+00:00" if n < 40 else None,
         }) for n in range(999)]
         store.batch([*fill_from, PutOp(namespace(TODO, "u"), "okapi", {"task": "Brush the okapi", "status": "done"})])
-        head = store.read_list_head("u", TODO, ["okapi"], 4, 24)
+        head = store.read_list_head("u", TODO, ["okapi"], 4, 24, least=1)
         assert (head.total, head.open_total) == (3000, 999)
         keys = {document.key for document in head.documents}
         assert "okapi" in keys and len(keys) <= 4 + 24 + 40 + 1, len(keys)
 
 
 def test_a_list_whose_index_is_not_whole_is_read_whole(database):
-    """Never described, or a row missing from the index (a reset): the head is refused until the rows are indexed
-    again."""
+    """Never described, a row missing from the index (a reset), a term SQL cannot narrow, or a list shorter than
+    the reader asks: the head is refused (until the rows are indexed again)."""
     with open_store(**database) as store:
         fill(store, "u", 50)
-        assert store.read_list_head("u", TODO, ["batch"], 4, 24) is None, "never described"
+        assert store.read_list_head("u", TODO, ["batch"], 4, 24, least=1) is None, "never described"
         store.describe_lists(KINDS)
-        assert store.read_list_head("u", TODO, ["batch"], 4, 24).total == 50, "indexed when described"
+        assert store.read_list_head("u", TODO, ["batch"], 4, 24, least=1).total == 50, "indexed when described"
         with store._list_index_cursor() as cur:
             cur.execute(f"DELETE FROM {INDEX} WHERE key = 'item-00003'")
-        assert store.read_list_head("u", TODO, ["batch"], 4, 24) is None, "a row missing"
+        assert store.read_list_head("u", TODO, ["batch"], 4, 24, least=1) is None, "a row missing"
         store.reindex_lists()
-        assert store.read_list_head("u", TODO, ["batch"], 4, 24).total == 50
-        assert store.read_list_head("u", TODO, ["kik"], 4, 24) is None, "a term SQL cannot narrow"
+        assert store.read_list_head("u", TODO, ["batch"], 4, 24, least=1).total == 50
+        assert store.read_list_head("u", TODO, ["kik"], 4, 24, least=1) is None, "a term SQL cannot narrow"
+        assert store.read_list_head("u", TODO, ["batch"], 4, 24, least=50).total == 50
+        assert store.read_list_head("u", TODO, ["batch"], 4, 24, least=51) is None, "shorter than asked: read whole"
 
 
 def test_a_kind_described_otherwise_is_read_whole_until_described_again(database):
@@ -175,10 +177,10 @@ def test_a_kind_described_otherwise_is_read_whole_until_described_again(database
     with open_store(**database) as store:
         store.describe_lists([ERRAND])
         store.batch([PutOp(namespace(ERRAND, "u"), f"e{n}", {"title": f"Errand {n}", "state": "open"}) for n in range(5)])
-        assert store.read_list_head("u", ERRAND, [], 4, 24).open_total == 5
+        assert store.read_list_head("u", ERRAND, [], 4, 24, least=1).open_total == 5
         store.describe_lists([narrower])
-        assert store.read_list_head("u", ERRAND, [], 4, 24) is None
-        assert store.read_list_head("u", narrower, [], 4, 24).open_total == 0
+        assert store.read_list_head("u", ERRAND, [], 4, 24, least=1) is None
+        assert store.read_list_head("u", narrower, [], 4, 24, least=1).open_total == 0
 
 
 def test_every_writer_of_the_database_keeps_the_index(database, monkeypatch):
@@ -208,7 +210,7 @@ def test_every_writer_of_the_database_keeps_the_index(database, monkeypatch):
         for query in ("邮票", "ärger", "東京", "their", "batch 1", "y"):
             by_head, whole = both_ways(store, TODO, query, 6, monkeypatch)
             assert by_head == whole, query
-            assert store.read_list_head("u", TODO, [], 4, 24).total == 31
+            assert store.read_list_head("u", TODO, [], 4, 24, least=1).total == 31
 
 
 def test_closing_the_store_waits_for_a_background_read(tmp_path):
@@ -251,11 +253,11 @@ def test_a_truncated_store_table_is_indexed_again_when_the_change_log_finds_it(f
         with psycopg.connect(fresh_database, autocommit=True) as conn:
             conn.execute("TRUNCATE store")
         fill(store, "u", 10)
-        assert store.read_list_head("u", TODO, ["batch"], 4, 24) is None
+        assert store.read_list_head("u", TODO, ["batch"], 4, 24, least=1) is None
         settings = Configuration(user_id="u", todo_prompt_limit=6, todo_update_limit=6)
         read = read_turn_memories(store, settings, [HumanMessage("batch")], (TODO,))  # the process held the list
         assert read.prompt[TODO.name].hidden_open == 4
-        assert store.read_list_head("u", TODO, ["batch"], 4, 24).total == 10
+        assert store.read_list_head("u", TODO, ["batch"], 4, 24, least=1).total == 10
 
 
 class Quoted(BaseModel):
@@ -269,6 +271,6 @@ def test_a_kind_with_a_field_no_path_can_name_is_not_indexed_and_read_whole(data
     with open_store(**database) as store:
         store.describe_lists([quoted])
         store.batch([PutOp(namespace(quoted, "u"), f"q{n}", {'the "title"': f"Title {n}"}) for n in range(5)])
-        assert store.read_list_head("u", quoted, ["title"], 4, 24) is None
+        assert store.read_list_head("u", quoted, ["title"], 4, 24, least=1) is None
         by_head, whole = both_ways(store, quoted, "title 3", 2, monkeypatch)
         assert by_head == whole and len(whole.items) == 2

@@ -70,7 +70,7 @@ def test_a_turn_reads_the_list_once_in_one_statement(tmp_path, model):
             statements.clear()
             turn(agent, message)
             wait_for_whole_reads()
-            reads.append([s for s in statements if s.startswith("SELECT '")])  # the memory reads (not a write's check)
+            reads.append([s for s in statements if s.startswith(("SELECT '", "WITH stored"))])  # reads, not a write's check
     finally:
         agent.store.conn.set_trace_callback(None)
         close_graph(agent)

@@ -28,6 +28,7 @@ import functools
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import orjson
@@ -46,13 +47,14 @@ FORMAT = 1
 
 # Every row is (kind, key, value, created_at, updated_at, created_epoch, updated_epoch): kind "count" (the indexed
 # rows of the current version in created_epoch, the open ones in updated_epoch), "stored" (the list's stored rows
-# in created_epoch) or "row" (a document a selection can pick).
-HEAD = """SELECT 'count', NULL, NULL, NULL, NULL, count(*), sum(CASE WHEN is_open THEN 1 ELSE 0 END) FROM {index}
+# in created_epoch) or "row" (a document a selection can pick; none for a list shorter than `least`).
+HEAD = """WITH stored AS MATERIALIZED (SELECT count(*) AS n FROM store WHERE prefix = {prefix} {live})
+SELECT 'count', NULL, NULL, NULL, NULL, count(*), sum(CASE WHEN is_open THEN 1 ELSE 0 END) FROM {index}
 WHERE prefix = {prefix} AND version = {version}
-UNION ALL SELECT 'stored', NULL, NULL, NULL, NULL, count(*), NULL FROM store WHERE prefix = {prefix} {live}
+UNION ALL SELECT 'stored', NULL, NULL, NULL, NULL, n, NULL FROM stored
 UNION ALL SELECT 'row', s.key, {value}, {created}, {updated}, i.ce, i.ue FROM {index} AS i
 JOIN store AS s ON s.prefix = i.prefix AND s.key = i.key
-WHERE i.prefix = {prefix} AND i.key IN (
+WHERE i.prefix = {prefix} AND (SELECT n FROM stored) >= {least} AND i.key IN (
     SELECT key FROM (SELECT key FROM {index} WHERE prefix = {prefix}
         ORDER BY ue DESC, ce DESC, key{collate} LIMIT {recent}) AS most_recent
     UNION SELECT key FROM (SELECT key FROM {index} WHERE prefix = {prefix} AND is_open
@@ -92,8 +94,10 @@ class ListIndexDialect:
         return self.parameter.format(parameter)
 
 
-def kind_description(kind: MemoryKind, dialect: ListIndexDialect) -> dict[str, Any]:
-    """The row of `maistro_list_kinds` that describes a collection kind's fields, with its `version`."""
+@functools.lru_cache(maxsize=64)
+def kind_description(kind: MemoryKind, dialect: ListIndexDialect) -> Mapping[str, Any]:
+    """The row of `maistro_list_kinds` that describes a collection kind's fields, with its `version` (computed once
+    per kind, for every head read)."""
     fields = {
         "status_path": dialect.path.format(kind.status_field) if kind.status_field else None,
         "open_statuses": orjson.dumps(list(kind.open_statuses)).decode(),
@@ -101,17 +105,20 @@ def kind_description(kind: MemoryKind, dialect: ListIndexDialect) -> dict[str, A
         "text_paths": orjson.dumps([dialect.path.format(field) for field in kind.text_fields]).decode(),
     }
     version = hashlib.sha256(orjson.dumps([FORMAT, fields], option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
-    return {"kind": kind.name, "version": version, **fields}
+    return MappingProxyType({"kind": kind.name, "version": version, **fields})
 
 
-def _indexed_fields(kind: MemoryKind) -> list[str]:
-    return [field for field in (kind.status_field, kind.deadline_field, *kind.text_fields) if field]
+def indexable(kind: MemoryKind) -> bool:
+    """Whether the list index can hold a kind: a collection whose indexed fields all have names a JSON path holds as
+    written (a field named by an alias may not: its lists are read whole)."""
+    fields = (kind.status_field, kind.deadline_field, *kind.text_fields)
+    return kind.collection and all(field.isidentifier() for field in fields if field)
 
 
 @functools.lru_cache(maxsize=64)
 def head_statement(dialect: ListIndexDialect, numbers: tuple[bool, ...]) -> str:
     """The first read of a long list, with a pattern per term (`numbers`: whether each is a number's); its named
-    parameters: `prefix`, `version`, `recent`, `open`, `term0`… and for a number `digits0`…."""
+    parameters: `prefix`, `version`, `least`, `recent`, `open`, `term0`… and for a number `digits0`…."""
     param = dialect.name
     tests = [
         (dialect.number if number else dialect.like).format(pattern=param(f"term{n}"), digits=param(f"digits{n}"))
@@ -120,7 +127,7 @@ def head_statement(dialect: ListIndexDialect, numbers: tuple[bool, ...]) -> str:
     return HEAD.format(
         index=INDEX, prefix=param("prefix"), version=param("version"), live=dialect.live, value=dialect.value,
         created=dialect.time_text.format(column="s.created_at"), updated=dialect.time_text.format(column="s.updated_at"),
-        collate=dialect.collate, recent=param("recent"), open=param("open"),
+        collate=dialect.collate, recent=param("recent"), open=param("open"), least=param("least"),
         matches=" OR ".join([*tests, dialect.escaped]),
     )
 
@@ -141,15 +148,15 @@ class ListIndexed:
         raise NotImplementedError
 
     def describe_lists(self, kinds: Sequence[MemoryKind]) -> None:
-        """Record the collection kinds' fields; index again the rows of each kind whose description changed. A
-        kind with a field whose name is no identifier (an alias) is left out: its lists are read whole."""
+        """Record the fields of the kinds the index can hold (`indexable`); index again the rows of each kind whose
+        description changed."""
         dialect = self.list_index_dialect()
         with self._list_index_cursor() as cur:
             for kind in kinds:
-                if not (kind.collection and all(field.isidentifier() for field in _indexed_fields(kind))):
+                if not indexable(kind):
                     continue
                 description = kind_description(kind, dialect)
-                cur.execute(dialect.describe, description)
+                cur.execute(dialect.describe, dict(description))  # the drivers take a dict
                 if cur.fetchall():  # the description was new or changed
                     for statement in dialect.reindex:
                         cur.execute(statement, {"kind": kind.name})
@@ -161,10 +168,13 @@ class ListIndexed:
                 cur.execute(statement)
 
     def read_list_head(
-        self, user_id: str, kind: MemoryKind, terms: Sequence[str], recent: int, open_limit: int
+        self, user_id: str, kind: MemoryKind, terms: Sequence[str], recent: int, open_limit: int, *, least: int
     ) -> ListHead | None:
         """The counts of the user's list of `kind` and the documents a selection for `terms` can pick (see the
-        module's docstring); None when a term cannot be narrowed or the list's index is not complete."""
+        module's docstring); None, without a statement when it can tell beforehand, when the index cannot hold the
+        kind, a term cannot be narrowed, the list holds fewer than `least` documents or its index is not complete."""
+        if not indexable(kind):
+            return None
         dialect = self.list_index_dialect()
         numbers = tuple(term.isascii() and term.isdigit() for term in terms)
         patterns = [
@@ -176,14 +186,14 @@ class ListIndexed:
         item_namespace = namespace(kind, user_id)
         parameters: dict[str, Any] = {
             "prefix": ".".join(item_namespace), "version": kind_description(kind, dialect)["version"],
-            "recent": recent, "open": open_limit,
+            "least": least, "recent": recent, "open": open_limit,
         }
         parameters.update({f"term{n}": pattern for n, pattern in enumerate(patterns)})
         parameters.update({f"digits{n}": term for n, (term, number) in enumerate(zip(terms, numbers)) if number})
         rows = self._head_rows(head_statement(dialect, numbers), parameters)
         counted = next(row for row in rows if row[KIND] == "count")
         stored = next(row for row in rows if row[KIND] == "stored")
-        if counted[CREATED_EPOCH] != stored[CREATED_EPOCH]:
+        if counted[CREATED_EPOCH] != stored[CREATED_EPOCH] or stored[CREATED_EPOCH] < least:
             return None
         documents = {
             row[KEY]: StoredDocument(item_namespace, *row[KEY:]) for row in rows if row[KIND] == "row"

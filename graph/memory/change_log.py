@@ -93,12 +93,12 @@ class ChangeLogStore(Protocol):
         ...
 
     def read_list_head(
-        self, user_id: str, kind: MemoryKind, terms: Sequence[str], recent: int, open_limit: int
+        self, user_id: str, kind: MemoryKind, terms: Sequence[str], recent: int, open_limit: int, *, least: int
     ) -> ListHead | None:
         """The counts of the user's list of `kind` and the documents a selection for `terms` can pick: the
         `recent` most recently changed, the `open_limit` most recent open ones, the open ones with a deadline, and
-        those whose text fields may hold a term (`graph.backends.list_index`); None when the list's index is not
-        complete or a term cannot be narrowed in SQL."""
+        those whose text fields may hold a term (`graph.backends.list_index`); None when the list holds fewer than
+        `least` documents, its index is not complete, or a term cannot be narrowed in SQL."""
         ...
 
 

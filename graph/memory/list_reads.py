@@ -73,8 +73,8 @@ def head_candidates(
     """The user's list of `kind` ranked from its head: the candidates of `wanted` within `quotas`, the same as the
     whole list's, with the whole list then read in the background; None when the list is shorter than
     `HEAD_FROM`, its index is not complete, or a term cannot be narrowed (read it whole)."""
-    head = logged.read_list_head(user_id, kind, wanted, quotas.recent, quotas.limit)
-    if head is None or head.total < HEAD_FROM:
+    head = logged.read_list_head(user_id, kind, wanted, quotas.recent, quotas.limit, least=HEAD_FROM)
+    if head is None:
         return None
     entries = [stored_entry(document, kind) for document in head.documents]
     read_whole_later(store, logged, kind, user_id)
