@@ -22,6 +22,10 @@ DEFAULT_USER_ID = "default-user"
 # When the reply comes on a turn that saves memories: "first" (beside the UpdateMemory calls, while the updates
 # run) or "after_updates" (the tutorial's: a second chat call once they are done).
 REPLY_TIMINGS = ("first", "after_updates")
+# How the agent asks the model for its memory updates (MAISTRO_CALL_MODE): as tool calls, as JSON constrained by a
+# schema (`response_format`, for models whose chat template has no tool syntax), or "auto": tool calls unless the
+# endpoint's model answers a tiny tool-call request without calling the tool (graph/backends/call_mode.py).
+CALL_MODES = ("auto", "tools", "json")
 # How many changes of each user's history MAISTRO_HISTORY_KEEP keeps by default: decades of daily use.
 DEFAULT_HISTORY_KEEP = 100_000
 # Threads the API servers run the graph's sync nodes on (graph/server/executor.py): enough for many runs waiting on a slow model.
@@ -182,6 +186,7 @@ class Settings(BaseModel):
     max_failed_logins: int = Field(20, ge=1, alias="MAISTRO_MAX_FAILED_LOGINS")
     max_model_calls: int = Field(40, ge=1, le=1000, alias="MAISTRO_MAX_MODEL_CALLS")
     reply_timing: Literal[REPLY_TIMINGS] = Field("first", alias="MAISTRO_REPLY_TIMING")  # type: ignore[valid-type]
+    call_mode: Literal[CALL_MODES] = Field("auto", alias="MAISTRO_CALL_MODE")  # type: ignore[valid-type]
     memory_kinds_spec: Annotated[str, AfterValidator(_memory_kinds)] = Field("", alias="MAISTRO_MEMORY_KINDS")
     # Threads the API server runs the graph's sync nodes on, each holding one while it waits for the model
     # (graph.server.executor); Python's own default is min(32, cores + 4).

@@ -1,0 +1,326 @@
+"""Tool calls for models without tool calling: asked for as JSON that a schema constrains (`response_format`).
+
+llama.cpp offers tool calling only to chat templates with tool syntax, and small models on Ollama or vLLM may have
+none; every one of those servers (and OpenAI) accepts `response_format: {"type": "json_schema", ...}` and
+constrains the answer to the schema. `JsonCallModel` wraps the endpoint's `ChatOpenAI` and gives the agent what
+it asks of a chat model, `bind_tools` and `tool_choice` included, by sending json_schema requests and turning
+the JSON answers into tool calls, so the graph, its nodes and the model-output boundary
+(`graph.thread.model_message`) work on ordinary `AIMessage`s with `tool_calls`:
+
+- a call the model must make (`tool_choice` naming a tool, or "any"/"required" with one tool) is one request
+  whose schema is the tool's arguments;
+- calls the model may make (the chat node's `UpdateMemory`) are one small request about the user's latest message
+  alone, with one field per choice ("yes"/"no" for each value of a tool's one enum argument, else null or the
+  tool's arguments), and then the reply, a plain-text request of its own (streamed): asked together, a small
+  model's reply ran away inside the JSON. A user message already answered with calls gets only the reply.
+
+Every schema sent is bounded (`bounded_schema`): a string at most `STRING_CHARS` characters, a list at most
+`LIST_ITEMS` items, no properties beyond the declared ones, so a small model cannot run away inside it. An answer
+that is not JSON of the schema (a server that ignored `response_format`, an answer cut at its token limit)
+becomes an invalid tool call, which the boundary refuses and tells the user about.
+"""
+
+import copy
+import json
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages.ai import add_usage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langchain_openai import ChatOpenAI
+
+from prompts import JSON_CALL_CHOICE, JSON_CALL_ENUM_CHOICE, JSON_CALLS_REQUEST
+
+# The bounds `bounded_schema` gives every string and list that has none of its own.
+STRING_CHARS = 200
+LIST_ITEMS = 10
+# The most tokens a JSON answer may take: a safety net for a server that does not enforce the schema's bounds
+# (the bounds keep a real answer far below it).
+ANSWER_TOKENS = 1024
+YES, NO = "yes", "no"
+
+
+def bounded_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a JSON schema in which every string has a `maxLength` and every list a `maxItems` (their own when
+    tighter), and every object with properties allows no others."""
+    bounded = copy.deepcopy(schema)
+    _bound(bounded)
+    return bounded
+
+
+def _bound(node: Any) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _bound(item)
+        return
+    if not isinstance(node, dict):
+        return
+    types = node.get("type")
+    types = types if isinstance(types, list) else [types]
+    if "string" in types and "enum" not in node and "const" not in node:
+        node["maxLength"] = min(node.get("maxLength", STRING_CHARS), STRING_CHARS)
+    if "array" in types:
+        node["maxItems"] = min(node.get("maxItems", LIST_ITEMS), LIST_ITEMS)
+    if "object" in types and "properties" in node:
+        node["additionalProperties"] = False
+    for key, value in node.items():
+        if key in ("properties", "$defs", "definitions"):
+            for child in value.values():
+                _bound(child)
+        elif key in ("items", "anyOf", "oneOf", "allOf", "prefixItems"):
+            _bound(value)
+
+
+@dataclass(frozen=True)
+class Tool:
+    """An offered tool as the OpenAI API describes it: its name, description and arguments' JSON schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    @classmethod
+    def of(cls, tool: Any) -> "Tool":
+        """The tool from anything `bind_tools` accepts."""
+        function = convert_to_openai_tool(tool)["function"]
+        return cls(function["name"], function.get("description", ""), function.get("parameters") or {"type": "object"})
+
+    @property
+    def enum_argument(self) -> tuple[str, list[str], str] | None:
+        """The tool's one argument when it is a required choice of strings: its name, values and description."""
+        properties = self.parameters.get("properties") or {}
+        if len(properties) != 1 or list(self.parameters.get("required") or []) != list(properties):
+            return None
+        name, argument = next(iter(properties.items()))
+        values = argument.get("enum")
+        if not values or not all(isinstance(value, str) for value in values):
+            return None
+        return name, list(values), argument.get("description", "")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One field of a JSON answer about optional calls, and the call its value makes (None: no call)."""
+
+    field: str
+    schema: dict[str, Any]
+    call: Callable[[Any], tuple[str, dict] | None]
+
+
+def choices(tools: Sequence[Tool]) -> tuple[list[Choice], list[str]]:
+    """The fields of the answer about optional calls, and the lines describing them to the model: for a tool whose
+    one argument is a choice, a "yes"/"no" field per value; for any other tool, its arguments or null."""
+    fields: list[Choice] = []
+    lines: list[str] = []
+    for tool in tools:
+        if enum := tool.enum_argument:
+            argument, values, description = enum
+            for value in values:
+                fields.append(Choice(value, {"enum": [YES, NO]}, _enum_call(tool.name, argument, value)))
+            names = ", ".join(json.dumps(value) for value in values)
+            lines.append(JSON_CALL_ENUM_CHOICE.format(fields=names, tool=tool.description, argument=description))
+        else:
+            fields.append(Choice(tool.name, {"anyOf": [tool.parameters, {"type": "null"}]}, _args_call(tool.name)))
+            lines.append(JSON_CALL_CHOICE.format(field=json.dumps(tool.name), tool=tool.description))
+    return fields, lines
+
+
+def _enum_call(name: str, argument: str, value: str) -> Callable[[Any], tuple[str, dict] | None]:
+    return lambda answer: (name, {argument: value}) if answer == YES else None
+
+
+def _args_call(name: str) -> Callable[[Any], tuple[str, dict] | None]:
+    return lambda answer: (name, answer) if isinstance(answer, dict) else None
+
+
+def forced_tool(tools: Sequence[Tool], tool_choice: Any) -> Tool | None:
+    """The tool `tool_choice` makes the model call: the one it names, or the only tool under "any"/"required"."""
+    if isinstance(tool_choice, dict):
+        tool_choice = (tool_choice.get("function") or {}).get("name")
+    if tool_choice in ("any", "required") and len(tools) == 1:
+        return tools[0]
+    return next((tool for tool in tools if tool.name == tool_choice), None)
+
+
+def latest_user_message(messages: Sequence[BaseMessage]) -> tuple[HumanMessage | None, bool]:
+    """The latest user message, and whether an assistant message after it already made calls."""
+    for position in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[position], HumanMessage):
+            later = messages[position + 1 :]
+            return messages[position], any(isinstance(m, AIMessage) and m.tool_calls for m in later)
+    return None, False
+
+
+def _call(name: str, args: dict) -> dict:
+    return {"name": name, "args": args, "id": f"call_{uuid.uuid4().hex}", "type": "tool_call"}
+
+
+def _invalid_call(name: str, text: str, error: str) -> dict:
+    return {"name": name, "args": text, "id": f"call_{uuid.uuid4().hex}", "error": error, "type": "invalid_tool_call"}
+
+
+def read_answer(text: str, schema: dict[str, Any]) -> tuple[Any, str | None]:
+    """The JSON value of an answer and None, or None and why it is not JSON of `schema` (one short phrase)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None, "the answer is not JSON"
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(value))
+    if error is not None:
+        return None, f"the answer does not fit the schema ({error.message[:200]})"
+    return value, None
+
+
+class JsonCallModel(BaseChatModel):
+    """The endpoint's chat model with tool calls asked for as schema-constrained JSON (see the module's docstring)."""
+
+    inner: ChatOpenAI
+
+    @property
+    def _llm_type(self) -> str:
+        return "json-calls"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"call_mode": "json", **self.inner._identifying_params}
+
+    def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> Runnable:
+        """The model with `tools` offered (forced by `tool_choice`), answered by JSON requests."""
+        return self.bind(tools=[convert_to_openai_tool(tool) for tool in tools], tool_choice=tool_choice, **kwargs)
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        *,
+        tools: Sequence[dict] | None = None,
+        tool_choice: Any = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        calls = self._calls(messages, tools, tool_choice)
+        if calls is not None and calls.forced:
+            return ChatResult(generations=[ChatGeneration(message=calls.message(""))])
+        reply = self.inner._generate(messages, stop, None, **kwargs).generations[0]
+        message = reply.message if calls is None else calls.beside(reply.message)
+        return ChatResult(generations=[ChatGeneration(message=message, generation_info=reply.generation_info)])
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        *,
+        tools: Sequence[dict] | None = None,
+        tool_choice: Any = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        calls = self._calls(messages, tools, tool_choice)
+        if calls is not None and calls.forced:
+            yield ChatGenerationChunk(message=calls.chunk())
+            return
+        yield from self.inner._stream(messages, stop, None, **kwargs)
+        if calls is not None:
+            yield ChatGenerationChunk(message=calls.chunk())
+
+    def _calls(self, messages: list[BaseMessage], tools: Sequence[dict] | None, tool_choice: Any) -> "JsonCalls | None":
+        """The calls the model makes when `tools` are offered (None when none are, or the user's latest message
+        was already answered with calls): asked as JSON."""
+        if not tools or tool_choice == "none":
+            return None
+        offered = [Tool.of(tool) for tool in tools]
+        if (forced := forced_tool(offered, tool_choice)) is not None:
+            schema = bounded_schema(forced.parameters)
+            answer, usage = self._ask(messages, forced.name, schema)
+            value, error = read_answer(answer, schema)
+            call = _invalid_call(forced.name, answer, error) if error else _call(forced.name, value)
+            return JsonCalls([call], usage, forced=True)
+        latest, answered = latest_user_message(messages)
+        if latest is None or answered:
+            return None
+        fields, lines = choices(offered)
+        schema = bounded_schema(
+            {
+                "type": "object",
+                "properties": {choice.field: choice.schema for choice in fields},
+                "required": [choice.field for choice in fields],
+            }
+        )
+        prompt = [SystemMessage(JSON_CALLS_REQUEST.format(choices="\n".join(lines))), HumanMessage(latest.text)]
+        answer, usage = self._ask(prompt, "_".join(tool.name for tool in offered), schema)
+        value, error = read_answer(answer, schema)
+        if error:
+            name = offered[0].name if len(offered) == 1 else ""
+            return JsonCalls([_invalid_call(name, answer, error)], usage)
+        made = [choice.call(value[choice.field]) for choice in fields]
+        return JsonCalls([_call(*call) for call in made if call is not None], usage)
+
+    def _ask(self, messages: Sequence[BaseMessage], name: str, schema: dict[str, Any]) -> tuple[str, dict | None]:
+        """One request whose answer the schema constrains (`response_format` json_schema, sent as the request's
+        own field so that the answer is read like any other completion): its text and token usage."""
+        response_format = {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
+        result = self.inner._generate(
+            list(messages), None, None, extra_body={"response_format": response_format}, max_tokens=ANSWER_TOKENS
+        )
+        message = result.generations[0].message
+        return message.text, getattr(message, "usage_metadata", None)
+
+
+@dataclass
+class JsonCalls:
+    """The calls a JSON answer made (valid or invalid), the answer's token usage, and whether they were forced."""
+
+    calls: list[dict]
+    usage: dict | None
+    forced: bool = False
+
+    @property
+    def _valid(self) -> list[dict]:
+        return [call for call in self.calls if call["type"] == "tool_call"]
+
+    @property
+    def _invalid(self) -> list[dict]:
+        return [call for call in self.calls if call["type"] == "invalid_tool_call"]
+
+    def message(self, content: str) -> AIMessage:
+        """An assistant message with `content` and the calls."""
+        return AIMessage(
+            content=content, tool_calls=self._valid, invalid_tool_calls=self._invalid, usage_metadata=self.usage
+        )
+
+    def beside(self, reply: BaseMessage) -> AIMessage:
+        """The reply with the calls beside it, its token usage and the answer's added up."""
+        usage = add_usage(getattr(reply, "usage_metadata", None), self.usage) if self.usage else reply.usage_metadata
+        return AIMessage(
+            content=reply.content,
+            id=reply.id,
+            response_metadata=reply.response_metadata,
+            tool_calls=self._valid,
+            invalid_tool_calls=self._invalid,
+            usage_metadata=usage,
+        )
+
+    def chunk(self) -> AIMessageChunk:
+        """The calls as the last chunk of a streamed reply (with the answer's token usage)."""
+        return AIMessageChunk(
+            content="",
+            tool_call_chunks=[
+                {
+                    "name": call["name"],
+                    "args": call["args"] if isinstance(call["args"], str) else json.dumps(call["args"]),
+                    "id": call["id"],
+                    "index": index,
+                    "type": "tool_call_chunk",
+                }
+                for index, call in enumerate(self.calls)
+            ],
+            usage_metadata=self.usage,
+        )
