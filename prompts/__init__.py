@@ -66,6 +66,11 @@ UPDATE_MEMORY_DOC = "Decide which long-term memory to update: {memories}."
 
 UPDATE_TYPE_DOC = "Which memory to update: {choices}."
 
+# One choice of UPDATE_TYPE_DOC, with the kind's example messages when it has some (`MemoryKind.examples`).
+UPDATE_CHOICE = "'{update_type}' for {description}"
+
+UPDATE_EXAMPLES = " (such as {examples})"
+
 TRUSTCALL_INSTRUCTION = """Reflect on following interaction.
 
 Use the provided tools to retain any necessary memories about the user.
@@ -219,3 +224,36 @@ TELL_USER_RULE = "- Tell the user when you update the {memory}, naming what chan
 PROFILE_TELL_USER_RULE = "- Do not tell the user you have updated the user's profile"
 
 INSTRUCTIONS_TELL_USER_RULE = "- Do not tell the user that you have updated instructions"
+
+# Models that answer in schema-constrained JSON instead of tool calls (MAISTRO_CALL_MODE, graph/backends/json_calls.py):
+# the request about the calls the user's latest message needs, and one line per choice in it.
+
+JSON_CALLS_REQUEST = """Read the user's message and decide what to do with it. Answer with JSON only.
+
+{choices}
+
+Answer "yes" only for news the message itself gives. A greeting, a thank-you or a question gives no news: then answer "no" to everything."""
+
+JSON_CALL_ENUM_CHOICE = """{tool} {argument}
+For each of {fields}, answer "yes" or "no"."""
+
+JSON_CALL_CHOICE = """{field}: {tool} Give its arguments, or null to not do it."""
+
+# A memory update asked of a model that answers in JSON (graph/nodes/json_extraction.py): the tool's description,
+# and what the instruction adds about the answer, for one document and for a collection.
+
+JSON_NEWS_DESCRIPTION = "What the user's messages say that is new for their {memory}."
+
+JSON_EXTRACTION = """Answer with JSON holding only what the user's messages say. Never invent a name, a place, a task or anything else the user did not say; when they said nothing new, give nothing.
+
+The fields of the {memory}:
+{fields}
+
+{answer}"""
+
+JSON_DOCUMENT_ANSWER = """The current {memory}: {document}
+Give each field the user's messages change or add, and null for the others; a list holds only new items."""
+
+JSON_COLLECTION_ANSWER = """The current {memory}, numbered:
+{documents}
+Under "new", the items the user adds; under "changed", the number ("item") of each item the user changes with only the fields that change; under "removed", the numbers of the items the user no longer needs. Leave a list empty when there is nothing for it."""

@@ -50,6 +50,8 @@ from prompts import (
     REPLY_FIRST_RULE,
     ROUTING_RULE,
     SAVED_REPLY_FALLBACK,
+    UPDATE_CHOICE,
+    UPDATE_EXAMPLES,
     UPDATE_MEMORY_DOC,
     UPDATE_TYPE_DOC,
 )
@@ -64,11 +66,19 @@ MAX_RESUME_ATTEMPTS = 10
 @functools.lru_cache(maxsize=32)
 def update_memory_tool(kinds: tuple[MemoryKind, ...]) -> dict:
     """The `UpdateMemory` tool whose `update_type` names one of `kinds` (converted once per list of kinds)."""
-    choices = ", ".join(f"'{kind.update_type}' for {kind.description}" for kind in kinds)
+    choices = ", ".join(update_choice(kind) for kind in kinds)
     update_type = Literal[tuple(kind.update_type for kind in kinds)]  # type: ignore[valid-type]
     schema = TypedDict("UpdateMemory", {"update_type": Annotated[update_type, ..., UPDATE_TYPE_DOC.format(choices=choices)]})
     schema.__doc__ = UPDATE_MEMORY_DOC.format(memories=", ".join(kind.title for kind in kinds))
     return convert_to_openai_tool(schema)
+
+
+def update_choice(kind: MemoryKind) -> str:
+    """One value of `update_type` as the tool describes it: the kind's description, and its examples if it has any."""
+    examples = "; ".join(f'"{example}"' for example in kind.examples)
+    return UPDATE_CHOICE.format(update_type=kind.update_type, description=kind.description) + (
+        UPDATE_EXAMPLES.format(examples=examples) if examples else ""
+    )
 
 
 def memory_content(kind: MemoryKind, memories: TurnMemories) -> str:

@@ -20,9 +20,10 @@ and proposes once more, and if that conflicts too, its answer says so.
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import cached_property
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
@@ -31,6 +32,7 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
+from graph.backends.json_calls import JsonCallModel
 from graph.backends.model import ChatModelFactory
 from graph.configuration import Configuration, RunSettings
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, committed_changes
@@ -38,7 +40,14 @@ from graph.memory.conditions import ConflictError
 from graph.memory.kinds import MemoryKind
 from graph.memory.notes import change_notes
 from graph.memory.redaction import redact_text
-from graph.nodes.extraction import UnusableOutputError, extraction_messages, new_document_key, routing_seed
+from graph.nodes.extraction import (
+    UnusableOutputError,
+    extract_changes,
+    extraction_messages,
+    new_document_key,
+    routing_seed,
+)
+from graph.nodes.json_extraction import json_changes
 from graph.state import State
 from graph.thread.tokens import bound_message
 from graph.thread.tool_calls import last_ai_message, pending_update_calls, through_latest_calls
@@ -119,6 +128,19 @@ class UpdateRequest:
     def prompt(self, instruction: str) -> list[AnyMessage]:
         """The extraction prompt: the instruction, the thread's summary and the visible conversation."""
         return extraction_messages(instruction, self.messages, self.state.get("summary", ""))
+
+    def extract(self, instruction: str, existing: Mapping[str, dict[str, Any]], new_key: Callable[[int], str]) -> list[MemoryChange]:
+        """The changes the model proposes to the kind's `existing` documents, new ones keyed by `new_key`: trustcall's
+        patches and calls, or, from a model that answers in JSON, the kind's news (`graph.nodes.json_extraction`).
+
+        Raises `UnusableOutputError` when the model's output cannot be used as asked.
+        """
+        prompt = self.prompt(instruction)
+        if isinstance(self.model, JsonCallModel):
+            return json_changes(self.model, self.kind, prompt, existing, new_key, self.config)
+        return extract_changes(
+            self.model, self.kind.schema, prompt, existing, new_key, self.config, **self.extraction_options
+        )
 
 
 def extraction_options(kind: MemoryKind) -> dict[str, bool]:
