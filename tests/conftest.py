@@ -114,6 +114,9 @@ def no_real_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MAISTRO_DATA_DIR", str(tmp_path / "default-data"))
     monkeypatch.setenv("MAISTRO_TIMEZONE", "America/Los_Angeles")
+    # The suite's scripts play tool-calling models; under the default "auto" each endpoint would first get the
+    # call mode's pre-check. The call mode's own tests (tests/test_call_mode.py, tests/test_json_mode.py) set it.
+    monkeypatch.setenv("MAISTRO_CALL_MODE", "tools")
 
 
 @pytest.fixture
