@@ -38,6 +38,7 @@ SLOW_TESTS = {
     "test_cold_start.py": "a fresh interpreter per entry point",
     "test_model_faults.py::test_faults_through_the_chat_process": "runs the CLI",
     "test_data_directory.py": "runs the CLI on each broken data directory",
+    "test_json_mode.py::test_maistro_chat_on_a_model_without_tool_calls_saves_and_tells": "runs the CLI",
     "test_exactly_once.py": "kills a worker process right after its commit",
     "test_crash_safety.py": "kills worker processes at random points",
     "test_persistence.py::test_a_new_process_sees_memories_and_thread_history": "a second process",

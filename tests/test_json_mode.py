@@ -2,16 +2,20 @@
 syntax (llama.cpp's for SmolLM2 and Gemma), through `graph.stream` and the store."""
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
 from graph import build_graph
 from graph.backends.json_calls import LIST_ITEMS, STRING_CHARS
-from tests.support.helpers import profile_of, todos, turn
+from tests.support.helpers import instructions_of, profile_of, todos, turn
 from tests.support.openai_stub import OpenAIStub, json_reply, json_schema, text_reply
 from tests.support.stub_script import route
 
+ROOT = Path(__file__).resolve().parents[1]
 PROFILE_NEWS = {"name": None, "location": None, "job": None, "connections": [], "interests": []}
 
 
@@ -154,3 +158,47 @@ def test_a_list_the_user_gave_keeps_only_the_items_they_said(agent, plain_stub, 
     assert profile_of(agent)["interests"] == ["rock climbing", "chess"]
     prompt = next(r for r in plain_stub.requests if (json_schema(r) or {}).get("name") == "Profile")["messages"][0]
     assert "Never invent a name" in prompt["content"] and json.dumps(PROFILE_NEWS)[:1] == "{"
+
+
+def test_maistro_chat_on_a_model_without_tool_calls_saves_and_tells(plain_stub, script, monkeypatch, tmp_path):
+    monkeypatch.setenv("MAISTRO_CALL_MODE", "auto")
+    script.keep("precheck", text_reply("ping"))
+    script.add("route", route("todo"), route("todo"))
+    script.add("chat", text_reply("I added the swim lessons."), text_reply("Hi! I saved a task."), text_reply("Hi!"))
+    script.add(
+        "todo",
+        json_reply({"new": [{"task": "Book swim lessons for my son", "solutions": ["Call the pool"]}]}),
+        json_reply({"new": [{"task": "Buy flowers for Anna", "solutions": ["Florist"]}], "changed": [], "removed": []}),
+    )
+
+    done = subprocess.run(
+        [sys.executable, "-m", "graph.app.cli", "chat", "--user", "Lance", "--data-dir", str(tmp_path)],
+        input="I need to book swim lessons for my son.\nHi there!\n",
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "I added the swim lessons.",
+        "✎ ToDo added: Book swim lessons for my son",
+        "Hi! I saved a task.",  # streamed beside the routing; the update that saved nothing has it answered again
+        "Hi!",
+    ]
+    assert script.seen == ["precheck", "route", "chat", "todo", "route", "chat", "todo", "chat"]
+    assert list(todos(build_graph(tmp_path))) == ["Book swim lessons for my son"]
+
+
+def test_instructions_are_rewritten_only_with_what_the_user_said(agent, plain_stub, script):
+    script.add("route", route("instructions"), route("instructions"))
+    script.add("chat", text_reply("Hello!"), text_reply("Got it."))
+    script.add("instructions", text_reply("Always add three emojis and a joke to every task."))
+    script.add("instructions", text_reply("Write every ToDo in Spanish."))
+
+    turn(agent, "Hello, how are you?")
+    assert instructions_of(agent) is None
+
+    turn(agent, "Please always write my ToDos in Spanish.")
+    assert instructions_of(agent) == "Write every ToDo in Spanish."

@@ -2,10 +2,10 @@
 
 A model forced through a schema fills the schema's fields whether or not the conversation gave it anything to
 fill them with (a tiny model asked for a profile on "Hi!" answered with the name "Mike" and the city "New York
-City"). A value is grounded when at least half of its terms (`graph.memory.selection.text_terms`: words of three
-or more letters, numbers, CJK character bigrams) occur in what the user wrote, a word also counting when one is
-the start of the other ("swim" and "swimming", "lesson" and "lessons"); a value without such terms (a name of two
-letters) must occur in the user's text as it is. "San Francisco, California" is grounded in "I live in San
+City"). A value is grounded when every number in it and at least half of its other terms
+(`graph.memory.selection.text_terms`: words of three or more letters, CJK character bigrams) occur in what the
+user wrote, a word also counting when one is the start of the other ("swim" and "swimming", "lesson" and
+"lessons"); a value without such terms (a name of two letters) must occur in the user's text as it is. "San Francisco, California" is grounded in "I live in San
 Francisco"; "Mike" is not grounded in "Hi there".
 """
 
@@ -43,11 +43,13 @@ class UserWords:
         )
 
     def grounds(self, value: str) -> bool:
-        """Whether the user said `value`: at least half of its terms, or the whole of a value without terms."""
+        """Whether the user said `value`: its numbers and at least half of its other terms, or the whole of a value
+        without terms."""
         terms = text_terms(value)
         if not terms:
             return bool(value.strip()) and value.strip().lower() in self.text
-        return 2 * sum(self.said(term) for term in terms) >= len(terms)
+        numbers = {term for term in terms if term.isdigit()}
+        return numbers <= self.terms and 2 * sum(self.said(term) for term in terms) >= len(terms)
 
 
 def grounded_value(value: Any, words: UserWords) -> Any:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AnyMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from pydantic import ValidationError
 
@@ -206,8 +206,10 @@ def json_changes(
     existing: Mapping[str, dict[str, Any]],
     new_key: Callable[[int], str],
     config: RunnableConfig,
+    words: UserWords,
 ) -> list[MemoryChange]:
-    """The changes the model's JSON news make to the `existing` documents of `kind` (see the module's docstring).
+    """The changes the model's JSON news make to the `existing` documents of `kind` (see the module's docstring),
+    kept as far as `words`, the user's, say them.
 
     Raises `UnusableOutputError` when the model answered in text or with JSON that does not fit the schema.
     """
@@ -221,7 +223,6 @@ def json_changes(
     if not message.tool_calls:
         raise UnusableOutputError(TEXT_ANSWER_PROBLEM)
     answer = message.tool_calls[0]["args"]
-    words = UserWords.of(said.text for said in prompt if isinstance(said, HumanMessage))
     if kind.collection:
         return collection_changes(kind, answer, numbered, new_key, words)
     return document_changes(kind, answer, existing, new_key, words)

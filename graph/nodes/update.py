@@ -37,6 +37,7 @@ from graph.backends.model import ChatModelFactory
 from graph.configuration import Configuration, RunSettings
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, committed_changes
 from graph.memory.conditions import ConflictError
+from graph.memory.grounding import UserWords
 from graph.memory.kinds import MemoryKind
 from graph.memory.notes import change_notes
 from graph.memory.redaction import redact_text
@@ -129,6 +130,16 @@ class UpdateRequest:
         """The extraction prompt: the instruction, the thread's summary and the visible conversation."""
         return extraction_messages(instruction, self.messages, self.state.get("summary", ""))
 
+    @property
+    def answers_in_json(self) -> bool:
+        """Whether the model answers in schema-constrained JSON (MAISTRO_CALL_MODE): then what it extracts is kept
+        only as far as the user said it (`graph.memory.grounding`)."""
+        return isinstance(self.model, JsonCallModel)
+
+    def user_words(self, *also: str) -> UserWords:
+        """The words of the user's messages in the conversation being answered, and of `also`."""
+        return UserWords.of([*(message.text for message in self.messages if isinstance(message, HumanMessage)), *also])
+
     def extract(self, instruction: str, existing: Mapping[str, dict[str, Any]], new_key: Callable[[int], str]) -> list[MemoryChange]:
         """The changes the model proposes to the kind's `existing` documents, new ones keyed by `new_key`: trustcall's
         patches and calls, or, from a model that answers in JSON, the kind's news (`graph.nodes.json_extraction`).
@@ -136,8 +147,8 @@ class UpdateRequest:
         Raises `UnusableOutputError` when the model's output cannot be used as asked.
         """
         prompt = self.prompt(instruction)
-        if isinstance(self.model, JsonCallModel):
-            return json_changes(self.model, self.kind, prompt, existing, new_key, self.config)
+        if self.answers_in_json:
+            return json_changes(self.model, self.kind, prompt, existing, new_key, self.config, self.user_words())
         return extract_changes(
             self.model, self.kind.schema, prompt, existing, new_key, self.config, **self.extraction_options
         )

@@ -12,7 +12,8 @@ from prompts import EMPTY_TEXT_PROBLEM, TEXT_REQUEST, TEXT_UNCHANGED, TEXT_UPDAT
 
 
 def propose_text(request: UpdateRequest) -> list[MemoryChange]:
-    """The complete new text, asked of the model (an unchanged text is dropped by the commit).
+    """The complete new text, asked of the model (an unchanged text is dropped by the commit); from a model that
+    answers in JSON, only a text grounded in what the user said and the current text (else no change).
 
     Raises `UnusableOutputError` when the model answers with no text: the text was to change, and did not.
     """
@@ -27,6 +28,8 @@ def propose_text(request: UpdateRequest) -> list[MemoryChange]:
         text = quiet(request.model).invoke(prompt, request.config).text.strip()
     if not text:
         raise UnusableOutputError(EMPTY_TEXT_PROBLEM)
+    if request.answers_in_json and not request.user_words((before or {}).get("memory", "")).grounds(text):
+        return []
     after = kind.schema(memory=text).model_dump()
     return [MemoryChange("updated" if before else "created", kind.key, before, after)]
 
