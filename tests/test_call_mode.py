@@ -66,12 +66,14 @@ def test_an_endpoint_that_does_not_answer_is_taken_at_its_tools_and_asked_again_
     with OpenAIStub(script) as stub:
         assert endpoint_call_mode(client(stub)) == "tools"
         assert endpoint_call_mode(client(stub)) == "tools"
-        assert script.seen == ["precheck"] * 2  # one request and its one retry
+        assert script.seen == ["precheck"] * 2  # one request and its one retry; the failure is remembered
+    with OpenAIStub(script) as stub:
         monkeypatch.setattr(call_mode, "RECHECK_SECONDS", 0.0)
+        assert endpoint_call_mode(client(stub)) == "tools"
         script.keep("precheck", text_reply("ping"))
-        assert endpoint_call_mode(client(stub)) == "tools"  # the first failure was remembered for 60 s
-        call_mode._modes.clear()
         assert endpoint_call_mode(client(stub)) == "json"
+        assert endpoint_call_mode(client(stub)) == "json"
+    assert script.seen == ["precheck"] * 5
 
 
 def test_the_factory_follows_the_setting(script, monkeypatch):
