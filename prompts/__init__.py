@@ -65,12 +65,6 @@ ROUTING_RULE = "- If the conversation mentions {description}, update the {memory
 UPDATE_MEMORY_DOC = "Decide which long-term memory to update: {memories}."
 
 UPDATE_TYPE_DOC = "Which memory to update: {choices}."
-
-# One choice of UPDATE_TYPE_DOC, with the kind's example messages when it has some (`MemoryKind.examples`).
-UPDATE_CHOICE = "'{update_type}' for {description}"
-
-UPDATE_EXAMPLES = " (such as {examples})"
-
 TRUSTCALL_INSTRUCTION = """Reflect on following interaction.
 
 Use the provided tools to retain any necessary memories about the user.
@@ -226,18 +220,26 @@ PROFILE_TELL_USER_RULE = "- Do not tell the user you have updated the user's pro
 INSTRUCTIONS_TELL_USER_RULE = "- Do not tell the user that you have updated instructions"
 
 # Models that answer in schema-constrained JSON instead of tool calls (MAISTRO_CALL_MODE, graph/backends/json_calls.py):
-# the request about the calls the user's latest message needs, and one line per choice in it.
+# the request about the calls the user's latest message needs, one line per field of its answer, and its examples
+# (the options' example messages with their answers, and one message that brings no news).
 
-JSON_CALLS_REQUEST = """Read the user's message and decide what to do with it. Answer with JSON only.
-
+JSON_CALLS_REQUEST = """Decide which memories the user's message brings news for. For each memory answer yes or no:
 {choices}
+A greeting or a question brings no news.{examples}"""
 
-Answer "yes" only for news the message itself gives. A greeting, a thank-you or a question gives no news: then answer "no" to everything."""
+JSON_CALL_OPTION = "- {field}: {description}"
 
-JSON_CALL_ENUM_CHOICE = """{tool} {argument}
-For each of {fields}, answer "yes" or "no"."""
+JSON_CALL_TOOL = "- {field}: {description} Give its arguments, or null."
 
-JSON_CALL_CHOICE = """{field}: {tool} Give its arguments, or null to not do it."""
+JSON_CALL_EXAMPLES = """
+
+Examples:
+{examples}"""
+
+JSON_CALL_EXAMPLE = """Message: {message}
+Answer: {answer}"""
+
+JSON_NO_NEWS_EXAMPLE = "Hello! What is on my list?"
 
 # A memory update asked of a model that answers in JSON (graph/nodes/json_extraction.py): the tool's description,
 # and what the instruction adds about the answer, for one document and for a collection.

@@ -118,7 +118,8 @@ def test_the_routing_question_is_the_latest_message_alone_with_the_kinds_example
         "user": {"enum": ["yes", "no"]}, "todo": {"enum": ["yes", "no"]}, "instructions": {"enum": ["yes", "no"]}
     }
     system = routing["messages"][0]["content"]
-    assert "personal information about the user" in system and "I live in Lisbon" in system
+    assert '- "user": personal information about the user' in system
+    assert 'Message: Always write my ToDos in Spanish.\nAnswer: {"user": "no", "todo": "no", "instructions": "yes"}' in system
 
 
 def test_an_answer_that_is_not_json_for_the_schema_is_told_and_changes_nothing(agent, plain_stub, script):

@@ -10,9 +10,10 @@ the JSON answers into tool calls, so the graph, its nodes and the model-output b
 - a call the model must make (`tool_choice` naming a tool, or "any"/"required" with one tool) is one request
   whose schema is the tool's arguments;
 - calls the model may make (the chat node's `UpdateMemory`) are one small request about the user's latest message
-  alone, with one field per choice ("yes"/"no" for each value of a tool's one enum argument, else null or the
-  tool's arguments), and then the reply, a plain-text request of its own (streamed): asked together, a small
-  model's reply ran away inside the JSON. A user message already answered with calls gets only the reply.
+  alone, with one field per choice ("yes"/"no" for each option of an `OptionsTool`, shown with its examples;
+  else null or the tool's arguments), and then the reply, a plain-text request of its own (streamed): asked
+  together, a small model's reply ran away inside the JSON. A user message already answered with calls gets only
+  the reply.
 
 Every schema sent is bounded (`bounded_schema`): a string at most `STRING_CHARS` characters, a list at most
 `LIST_ITEMS` items, no properties beyond the declared ones, so a small model cannot run away inside it. An answer
@@ -37,7 +38,14 @@ from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_openai import ChatOpenAI
 
-from prompts import JSON_CALL_CHOICE, JSON_CALL_ENUM_CHOICE, JSON_CALLS_REQUEST
+from prompts import (
+    JSON_CALL_EXAMPLE,
+    JSON_CALL_EXAMPLES,
+    JSON_CALL_OPTION,
+    JSON_CALL_TOOL,
+    JSON_CALLS_REQUEST,
+    JSON_NO_NEWS_EXAMPLE,
+)
 
 # The bounds `bounded_schema` gives every string and list that has none of its own.
 STRING_CHARS = 200
@@ -80,30 +88,45 @@ def _bound(node: Any) -> None:
 
 
 @dataclass(frozen=True)
+class CallOption:
+    """One value of a tool's choice argument as a model that answers in JSON is asked about it: the value, what it
+    is for, and user messages that call for it."""
+
+    value: str
+    description: str
+    examples: tuple[str, ...] = ()
+
+
+class OptionsTool(dict):
+    """An OpenAI tool whose one argument is a choice among `options`: sent as it is to a model that calls tools,
+    and asked of a model that answers in JSON as one "yes"/"no" field per option, with the options' examples."""
+
+    def __init__(self, tool: dict[str, Any], argument: str, options: Sequence[CallOption]) -> None:
+        super().__init__(tool)
+        self.argument = argument
+        self.options = tuple(options)
+
+
+@dataclass(frozen=True)
 class Tool:
-    """An offered tool as the OpenAI API describes it: its name, description and arguments' JSON schema."""
+    """An offered tool as the OpenAI API describes it (its name, description and arguments' JSON schema), and the
+    choice it offers when it is an `OptionsTool`."""
 
     name: str
     description: str
     parameters: dict[str, Any]
+    argument: str = ""
+    options: tuple[CallOption, ...] = ()
 
     @classmethod
     def of(cls, tool: Any) -> "Tool":
         """The tool from anything `bind_tools` accepts."""
         function = convert_to_openai_tool(tool)["function"]
-        return cls(function["name"], function.get("description", ""), function.get("parameters") or {"type": "object"})
-
-    @property
-    def enum_argument(self) -> tuple[str, list[str], str] | None:
-        """The tool's one argument when it is a required choice of strings: its name, values and description."""
-        properties = self.parameters.get("properties") or {}
-        if len(properties) != 1 or list(self.parameters.get("required") or []) != list(properties):
-            return None
-        name, argument = next(iter(properties.items()))
-        values = argument.get("enum")
-        if not values or not all(isinstance(value, str) for value in values):
-            return None
-        return name, list(values), argument.get("description", "")
+        parameters = function.get("parameters") or {"type": "object"}
+        name, description = function["name"], function.get("description", "")
+        if isinstance(tool, OptionsTool):
+            return cls(name, description, parameters, tool.argument, tool.options)
+        return cls(name, description, parameters)
 
 
 @dataclass(frozen=True)
@@ -115,25 +138,36 @@ class Choice:
     call: Callable[[Any], tuple[str, dict] | None]
 
 
-def choices(tools: Sequence[Tool]) -> tuple[list[Choice], list[str]]:
-    """The fields of the answer about optional calls, and the lines describing them to the model: for a tool whose
-    one argument is a choice, a "yes"/"no" field per value; for any other tool, its arguments or null."""
+def choices(tools: Sequence[Tool]) -> tuple[list[Choice], str]:
+    """The fields of the answer about optional calls, and the request describing them to the model: for an
+    `OptionsTool`, a "yes"/"no" field per option (its examples shown with their answers, and a message that
+    brings no news); for any other tool, its arguments or null."""
     fields: list[Choice] = []
     lines: list[str] = []
     for tool in tools:
-        if enum := tool.enum_argument:
-            argument, values, description = enum
-            for value in values:
-                fields.append(Choice(value, {"enum": [YES, NO]}, _enum_call(tool.name, argument, value)))
-            names = ", ".join(json.dumps(value) for value in values)
-            lines.append(JSON_CALL_ENUM_CHOICE.format(fields=names, tool=tool.description, argument=description))
-        else:
+        for option in tool.options:
+            fields.append(Choice(option.value, {"enum": [YES, NO]}, _option_call(tool.name, tool.argument, option.value)))
+            lines.append(JSON_CALL_OPTION.format(field=json.dumps(option.value), description=option.description))
+        if not tool.options:
             fields.append(Choice(tool.name, {"anyOf": [tool.parameters, {"type": "null"}]}, _args_call(tool.name)))
-            lines.append(JSON_CALL_CHOICE.format(field=json.dumps(tool.name), tool=tool.description))
-    return fields, lines
+            lines.append(JSON_CALL_TOOL.format(field=json.dumps(tool.name), description=tool.description))
+    shown = [(example, option.value) for tool in tools for option in tool.options for example in option.examples]
+    examples = "\n".join(
+        JSON_CALL_EXAMPLE.format(message=message, answer=json.dumps({field.field: _said(field, value) for field in fields}))
+        for message, value in [*shown, (JSON_NO_NEWS_EXAMPLE, None)]
+    )
+    request = JSON_CALLS_REQUEST.format(choices="\n".join(lines), examples=JSON_CALL_EXAMPLES.format(examples=examples) if shown else "")
+    return fields, request
 
 
-def _enum_call(name: str, argument: str, value: str) -> Callable[[Any], tuple[str, dict] | None]:
+def _said(field: Choice, value: str | None) -> str | None:
+    """A field's value in an example answer: "yes" for the option the example is about, "no" or null otherwise."""
+    if field.schema.get("enum") == [YES, NO]:
+        return YES if field.field == value else NO
+    return None
+
+
+def _option_call(name: str, argument: str, value: str) -> Callable[[Any], tuple[str, dict] | None]:
     return lambda answer: (name, {argument: value}) if answer == YES else None
 
 
@@ -246,7 +280,7 @@ class JsonCallModel(BaseChatModel):
         latest, answered = latest_user_message(messages)
         if latest is None or answered:
             return None
-        fields, lines = choices(offered)
+        fields, instruction = choices(offered)
         schema = bounded_schema(
             {
                 "type": "object",
@@ -254,7 +288,7 @@ class JsonCallModel(BaseChatModel):
                 "required": [choice.field for choice in fields],
             }
         )
-        prompt = [SystemMessage(JSON_CALLS_REQUEST.format(choices="\n".join(lines))), HumanMessage(latest.text)]
+        prompt = [SystemMessage(instruction), HumanMessage(latest.text)]
         answer, usage = self._ask(prompt, "_".join(tool.name for tool in offered), schema)
         value, error = read_answer(answer, schema)
         if error:

@@ -100,8 +100,8 @@ class MemoryKind:
     `tell_user_rule` is the kind's line of the chat prompt's rule on telling the user about updates (default:
     tell the user, naming what changed; the tutorial's profile and instructions are updated quietly).
 
-    `examples` are a few user messages that bring news for the kind: the `UpdateMemory` tool shows them beside
-    its update type, so a small model routes by example. `suggested_fields` are the fields the model fills with
+    `examples` are a few user messages that bring news for the kind: a model that answers in JSON is shown them
+    with their routing (`graph.backends.json_calls.OptionsTool`), so a small model routes by example. `suggested_fields` are the fields the model fills with
     its own ideas rather than the user's words (the ToDos' solutions): a model that answers in JSON has every
     other text field checked against what the user said before it is stored (`graph.memory.grounding`).
 
