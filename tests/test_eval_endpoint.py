@@ -157,6 +157,14 @@ def test_a_model_without_tool_calls_is_measured_in_json_under_auto(tmp_path, scr
     assert script.seen == ["precheck", "route", "chat"]
 
 
+def test_the_tutorial_graph_is_not_measured_in_json(script):
+    script.keep("precheck", text_reply("ping"))
+    with OpenAIStub(script, tool_calling=False) as stub:
+        result = runner.invoke(app, ["eval", "--base-url", stub.base_url, "--cases", "single-name", "--graph", "tutorial", "--call-mode", "auto"])
+    assert result.exit_code == 1 and "The tutorial's graph asks for its memory updates with tool calls" in result.output
+    assert script.seen == ["precheck"]
+
+
 def test_an_unknown_call_mode_is_one_sentence():
     result = runner.invoke(app, ["eval", "--cases", "single-name", "--call-mode", "functions"])
     assert result.exit_code == 1 and "Unknown call mode 'functions': choose auto, tools, json." in result.output

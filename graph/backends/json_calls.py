@@ -227,7 +227,9 @@ class JsonCallModel(BaseChatModel):
         return {"call_mode": "json", **self.inner._identifying_params}
 
     def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> Runnable:
-        """The model with `tools` offered (forced by `tool_choice`), answered by JSON requests."""
+        """The model with `tools` offered (forced by `tool_choice`), answered by JSON requests (`parallel_tool_calls`,
+        which means nothing without tools, is dropped)."""
+        kwargs.pop("parallel_tool_calls", None)
         return self.bind(tools=[convert_to_openai_tool(tool) for tool in tools], tool_choice=tool_choice, **kwargs)
 
     def _generate(

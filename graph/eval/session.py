@@ -89,6 +89,11 @@ def run_eval(
             mode = check_endpoint(endpoint, call_mode or current_settings().call_mode)
         except EndpointError as error:
             raise EvalSetupError(str(error)) from None
+        if mode == "json" and graph == "tutorial":
+            raise EvalSetupError(
+                f"The tutorial's graph asks for its memory updates with tool calls (trustcall), which {endpoint.model!r} "
+                "is not asked for under this call mode: measure it on --graph maistro, or with --call-mode tools."
+            )
         console.print(f"Memory updates are asked as {CALL_MODE_WORDS[mode]}.", markup=False)
         client = endpoint.client() if mode == "tools" else JsonCallModel(inner=endpoint.client())
 
