@@ -1,9 +1,11 @@
 """What a model extracts in JSON mode is kept only as far as the user said it (graph/memory/grounding.py), and the
 news it answers maps onto the same changes trustcall's would (graph/nodes/json_extraction.py)."""
 
+import json
+
 import pytest
 
-from graph.backends.json_calls import LIST_ITEMS, STRING_CHARS, bounded_schema
+from graph.backends.json_calls import LIST_ITEMS, NESTED_LIST_ITEMS, STRING_CHARS, answer_tokens, bounded_schema
 from graph.memory.grounding import UserWords, grounded_value
 from graph.memory.kinds import PROFILE, TODO, MemoryKind
 from graph.nodes.json_extraction import collection_changes, document_changes, news_parameters
@@ -129,3 +131,14 @@ def test_the_news_schema_follows_what_the_kind_allows_and_every_schema_sent_is_b
     assert bounded_schema({"type": "array", "items": {"type": "string", "maxLength": 5}, "maxItems": 3}) == {
         "type": "array", "items": {"type": "string", "maxLength": 5}, "maxItems": 3
     }
+
+
+def test_a_list_inside_a_list_gets_fewer_items_and_the_longest_answer_fits_the_token_limit():
+    todo_news = bounded_schema(news_parameters(TODO, 3))
+    assert todo_news["properties"]["new"]["maxItems"] == LIST_ITEMS
+    assert todo_news["properties"]["new"]["items"]["properties"]["solutions"]["maxItems"] == NESTED_LIST_ITEMS
+
+    profile_news = bounded_schema(news_parameters(PROFILE, 0))
+    text, items = "x" * STRING_CHARS, ["y" * STRING_CHARS] * LIST_ITEMS
+    longest = {"name": text, "location": text, "job": text, "connections": items, "interests": items}
+    assert len(json.dumps(longest)) <= answer_tokens(profile_news) < 2 * len(json.dumps(longest))

@@ -10,7 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
 from graph import build_graph
-from graph.backends.json_calls import LIST_ITEMS, STRING_CHARS
+from graph.backends.json_calls import LIST_ITEMS, STRING_CHARS, answer_tokens
 from tests.support.helpers import instructions_of, profile_of, todos, turn
 from tests.support.openai_stub import OpenAIStub, json_reply, json_schema, text_reply
 from tests.support.stub_script import route
@@ -87,6 +87,8 @@ def test_a_model_without_tool_calls_saves_a_profile_and_todos(agent, plain_stub,
     assert [schema["name"] for schema in schemas] == ["UpdateMemory", "Profile", "UpdateMemory", "ToDo", "UpdateMemory", "ToDo"]
     for schema in schemas:
         assert_bounded(schema["schema"])
+    json_requests = [request for request in plain_stub.requests if json_schema(request)]
+    assert all(r["max_completion_tokens"] == answer_tokens(json_schema(r)["schema"]) for r in json_requests)
 
 
 def test_what_the_user_did_not_say_is_not_stored(agent, plain_stub, script):

@@ -16,9 +16,11 @@ the JSON answers into tool calls, so the graph, its nodes and the model-output b
   the reply.
 
 Every schema sent is bounded (`bounded_schema`): a string at most `STRING_CHARS` characters, a list at most
-`LIST_ITEMS` items, no properties beyond the declared ones, so a small model cannot run away inside it. An answer
-that is not JSON of the schema (a server that ignored `response_format`, an answer cut at its token limit)
-becomes an invalid tool call, which the boundary refuses and tells the user about.
+`LIST_ITEMS` items (`NESTED_LIST_ITEMS` inside another list's items), no properties beyond the declared ones, so
+a small model cannot run away inside it; the request's `max_tokens` is the longest answer the schema allows
+(`answer_tokens`), so a model that fills every bound still answers JSON. An answer that is not JSON of the schema
+(a server that ignored `response_format`, an answer cut at its token limit) becomes an invalid tool call, which
+the boundary refuses and tells the user about.
 """
 
 import copy
@@ -47,12 +49,17 @@ from prompts import (
     JSON_NO_NEWS_EXAMPLE,
 )
 
-# The bounds `bounded_schema` gives every string and list that has none of its own.
-STRING_CHARS = 200
-LIST_ITEMS = 10
-# The most tokens a JSON answer may take: a safety net for a server that does not enforce the schema's bounds
-# (the bounds keep a real answer far below it).
-ANSWER_TOKENS = 1024
+# The bounds `bounded_schema` gives every string and list that has none of its own (or a looser one): a list inside
+# a list's items gets fewer, since its items multiply.
+STRING_CHARS = 100
+LIST_ITEMS = 5
+NESTED_LIST_ITEMS = 3
+# What an answer's length is estimated from: a number's characters, and the whitespace a server's grammar allows
+# around each separator (llama.cpp's: a space, or up to two line breaks and 20 spaces or tabs), in tokens.
+NUMBER_CHARS = 24
+SEPARATOR_TOKENS = 3
+# The most tokens a JSON answer may take, however loose its schema.
+ANSWER_TOKENS_CEILING = 8192
 YES, NO = "yes", "no"
 
 
@@ -60,14 +67,14 @@ def bounded_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """A copy of a JSON schema in which every string has a `maxLength` and every list a `maxItems` (their own when
     tighter), and every object with properties allows no others."""
     bounded = copy.deepcopy(schema)
-    _bound(bounded)
+    _bound(bounded, nested=False)
     return bounded
 
 
-def _bound(node: Any) -> None:
+def _bound(node: Any, *, nested: bool) -> None:
     if isinstance(node, list):
         for item in node:
-            _bound(item)
+            _bound(item, nested=nested)
         return
     if not isinstance(node, dict):
         return
@@ -76,15 +83,48 @@ def _bound(node: Any) -> None:
     if "string" in types and "enum" not in node and "const" not in node:
         node["maxLength"] = min(node.get("maxLength", STRING_CHARS), STRING_CHARS)
     if "array" in types:
-        node["maxItems"] = min(node.get("maxItems", LIST_ITEMS), LIST_ITEMS)
+        node["maxItems"] = min(node.get("maxItems", LIST_ITEMS), NESTED_LIST_ITEMS if nested else LIST_ITEMS)
     if "object" in types and "properties" in node:
         node["additionalProperties"] = False
     for key, value in node.items():
         if key in ("properties", "$defs", "definitions"):
             for child in value.values():
-                _bound(child)
-        elif key in ("items", "anyOf", "oneOf", "allOf", "prefixItems"):
-            _bound(value)
+                _bound(child, nested=nested or key != "properties")
+        elif key in ("items", "prefixItems"):
+            _bound(value, nested=True)
+        elif key in ("anyOf", "oneOf", "allOf"):
+            _bound(value, nested=nested)
+
+
+def answer_tokens(schema: dict[str, Any]) -> int:
+    """The most tokens an answer that fits a bounded schema can take, counting a token per character (plus the
+    whitespace allowed around separators), at most ANSWER_TOKENS_CEILING: an answer is cut only where the schema
+    does not bound it, or where a runaway in a script whose characters take several tokens each (Chinese) fills
+    its strings."""
+    return min(_longest(schema, schema.get("$defs", {})), ANSWER_TOKENS_CEILING)
+
+
+def _longest(node: Any, definitions: dict[str, Any]) -> int:
+    """The longest JSON text (in characters, separators counted as SEPARATOR_TOKENS) that fits `node`."""
+    if not isinstance(node, dict):
+        return NUMBER_CHARS
+    if "$ref" in node:
+        return _longest(definitions.get(node["$ref"].rsplit("/", 1)[-1], {}), definitions)
+    for key in ("anyOf", "oneOf"):
+        if key in node:
+            return max(_longest(option, definitions) for option in node[key])
+    if "enum" in node or "const" in node:
+        return max(len(json.dumps(value)) for value in node.get("enum", [node.get("const")]))
+    types = node.get("type")
+    types = types if isinstance(types, list) else [types]
+    if "object" in types:
+        fields = node.get("properties", {})
+        return SEPARATOR_TOKENS + sum(len(name) + 2 + 2 * SEPARATOR_TOKENS + _longest(f, definitions) for name, f in fields.items())
+    if "array" in types:
+        return SEPARATOR_TOKENS + node.get("maxItems", LIST_ITEMS) * (SEPARATOR_TOKENS + _longest(node.get("items", {}), definitions))
+    if "string" in types:
+        return node.get("maxLength", STRING_CHARS) + 2
+    return NUMBER_CHARS
 
 
 @dataclass(frozen=True)
@@ -304,7 +344,7 @@ class JsonCallModel(BaseChatModel):
         own field so that the answer is read like any other completion): its text and token usage."""
         response_format = {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
         result = self.inner._generate(
-            list(messages), None, None, extra_body={"response_format": response_format}, max_tokens=ANSWER_TOKENS
+            list(messages), None, None, extra_body={"response_format": response_format}, max_tokens=answer_tokens(schema)
         )
         message = result.generations[0].message
         return message.text, getattr(message, "usage_metadata", None)
