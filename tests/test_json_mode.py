@@ -7,11 +7,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from graph import build_graph
 from graph.backends.json_calls import LIST_ITEMS, STRING_CHARS, answer_tokens
-from tests.support.helpers import instructions_of, profile_of, todos, turn
+from tests.support.helpers import config, instructions_of, profile_of, todos, turn
 from tests.support.openai_stub import OpenAIStub, json_reply, json_schema, text_reply
 from tests.support.stub_script import route
 
@@ -205,3 +205,18 @@ def test_instructions_are_rewritten_only_with_what_the_user_said(agent, plain_st
 
     turn(agent, "Please always write my ToDos in Spanish.")
     assert instructions_of(agent) == "Write every ToDo in Spanish."
+
+
+@pytest.mark.parametrize("answer", ['["Lance"]', '{"name": "Lance"'], ids=["json of another shape", "cut short"])
+def test_a_streamed_update_whose_answer_does_not_fit_fails_and_saves_nothing(agent, plain_stub, script, answer):
+    script.add("route", route("user"))
+    script.add("chat", text_reply("Nice to meet you."), text_reply("Sorry, I could not save your name."))
+    script.add("profile", text_reply(answer))
+
+    events = list(agent.stream({"messages": [HumanMessage("My name is Lance.")]}, config(), stream_mode=["messages", "custom"]))
+
+    assert profile_of(agent) is None
+    outcomes = [event["memory_update"] for mode, event in events if mode == "custom"]
+    assert [(outcome["kind"], outcome["failed"]) for outcome in outcomes] == [("profile", True)]
+    thread = agent.get_state(config()).values["messages"]
+    assert thread[-1].content == "Sorry, I could not save your name."

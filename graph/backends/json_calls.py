@@ -284,7 +284,7 @@ class JsonCallModel(BaseChatModel):
     ) -> ChatResult:
         calls = self._calls(messages, tools, tool_choice)
         if calls is not None and calls.forced:
-            return ChatResult(generations=[ChatGeneration(message=calls.message(""))])
+            return ChatResult(generations=[ChatGeneration(message=calls.message())])
         reply = self.inner._generate(messages, stop, None, **kwargs).generations[0]
         message = reply.message if calls is None else calls.beside(reply.message)
         return ChatResult(generations=[ChatGeneration(message=message, generation_info=reply.generation_info)])
@@ -366,11 +366,9 @@ class JsonCalls:
     def _invalid(self) -> list[dict]:
         return [call for call in self.calls if call["type"] == "invalid_tool_call"]
 
-    def message(self, content: str) -> AIMessage:
-        """An assistant message with `content` and the calls."""
-        return AIMessage(
-            content=content, tool_calls=self._valid, invalid_tool_calls=self._invalid, usage_metadata=self.usage
-        )
+    def message(self) -> AIMessage:
+        """An assistant message with the calls and no text."""
+        return AIMessage(content="", tool_calls=self._valid, invalid_tool_calls=self._invalid, usage_metadata=self.usage)
 
     def beside(self, reply: BaseMessage) -> AIMessage:
         """The reply with the calls beside it, its token usage and the answer's added up."""
@@ -385,13 +383,15 @@ class JsonCalls:
         )
 
     def chunk(self) -> AIMessageChunk:
-        """The calls as the last chunk of a streamed reply (with the answer's token usage)."""
+        """The calls as the last chunk of a streamed reply (with the answer's token usage). A chunk's calls are
+        read from their arguments' text, so an invalid call's answer is sent as a JSON string: read back, it is
+        not an object, and the call stays invalid."""
         return AIMessageChunk(
             content="",
             tool_call_chunks=[
                 {
                     "name": call["name"],
-                    "args": call["args"] if isinstance(call["args"], str) else json.dumps(call["args"]),
+                    "args": json.dumps(call["args"]),
                     "id": call["id"],
                     "index": index,
                     "type": "tool_call_chunk",
