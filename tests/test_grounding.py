@@ -91,7 +91,7 @@ def test_todos_are_created_changed_and_removed_only_where_the_user_named_them():
         "removed": ["2"],
     }
 
-    changes = collection_changes(TODO, news, NUMBERED, new_key, words)
+    changes = collection_changes(TODO, news, NUMBERED, new_key, words, words)
 
     assert [(change.action, change.key) for change in changes] == [
         ("created", "new-0"),
@@ -102,16 +102,18 @@ def test_todos_are_created_changed_and_removed_only_where_the_user_named_them():
     assert changes[1].after == {**SWIM, "status": "done"}
 
 
-def test_a_change_to_a_todo_the_user_did_not_name_is_dropped():
-    words = UserWords.of(["I booked the swim lessons."])
+def test_a_change_to_a_todo_the_latest_message_does_not_name_is_dropped():
+    said = UserWords.of(["Remind me to call the dentist.", "I booked the swim lessons."])
+    latest = UserWords.of(["I booked the swim lessons."])
     news = {"new": [], "changed": [{"item": "2", "status": "done"}], "removed": ["2"]}
-    assert collection_changes(TODO, news, NUMBERED, new_key, words) == []
+    assert collection_changes(TODO, news, NUMBERED, new_key, said, latest) == []
+    assert [change.action for change in collection_changes(TODO, news, NUMBERED, new_key, said, said)] == ["updated"]
 
 
 def test_a_new_todo_without_a_said_task_or_with_a_bad_field_keeps_what_fits():
     words = UserWords.of(["Remind me to pay rent by the first."])
     news = {"new": [{"task": "Feed the cat", "solutions": ["Food"]}, {"task": "Pay rent", "deadline": "soon", "solutions": ["Bank"]}]}
-    [change] = collection_changes(TODO, news, [], new_key, words)
+    [change] = collection_changes(TODO, news, [], new_key, words, words)
     assert change.after["task"] == "Pay rent" and change.after["deadline"] is None
 
 

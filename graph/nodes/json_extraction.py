@@ -12,7 +12,7 @@ becomes the same `MemoryChange`s trustcall's would, under the same keys.
 Before anything is kept, every text the user would have had to say (the kind's text fields, not its
 `suggested_fields`) is checked against the user's messages (`graph.memory.grounding`): a value they did not say
 is dropped, a new document left without its required fields is not created, and a document is changed or
-removed only when the user's messages name it (its summary field). A model that gave nothing usable changed
+removed only when the user's latest message names it (its summary field). A model that gave nothing usable changed
 nothing; one that answered in text or with JSON that does not fit fails the update, as trustcall's would.
 """
 
@@ -148,7 +148,7 @@ def merged(before: Mapping[str, Any], news: Mapping[str, Any]) -> dict[str, Any]
 
 
 def names_document(kind: MemoryKind, document: Mapping[str, Any], words: UserWords) -> bool:
-    """Whether the user's messages name a document: they say its summary field."""
+    """Whether the user's words name a document: they say its summary field."""
     summary = document.get(kind.summary_field)
     return isinstance(summary, str) and words.grounds(summary)
 
@@ -171,8 +171,11 @@ def collection_changes(
     numbered: Sequence[tuple[str, dict]],
     new_key: Callable[[int], str],
     words: UserWords,
+    named: UserWords,
 ) -> list[MemoryChange]:
-    """The changes a collection's news makes: new documents created, numbered ones changed or removed."""
+    """The changes a collection's news makes: new documents created, numbered ones changed or removed, each value as
+    far as `words` (the user's in the conversation) say it, and a document changed or removed only when `named`
+    (the user's latest message) names it."""
     changes: list[MemoryChange] = []
     created: list[dict[str, Any]] = []
     for fields in answer.get(NEW, []):
@@ -187,13 +190,13 @@ def collection_changes(
         key, before = numbered[int(fields[ITEM]) - 1]
         news = grounded_fields(kind, {name: value for name, value in fields.items() if name != ITEM}, words)
         after = valid_document(kind, merged(before, news), before)
-        if key in touched or after is None or after == before or not names_document(kind, before, words):
+        if key in touched or after is None or after == before or not names_document(kind, before, named):
             continue
         touched.add(key)
         changes.append(MemoryChange("updated", key, before, after))
     for number in answer.get(REMOVED, []):
         key, before = numbered[int(number) - 1]
-        if key not in touched and names_document(kind, before, words):
+        if key not in touched and names_document(kind, before, named):
             touched.add(key)
             changes.append(MemoryChange("deleted", key, before, None))
     return changes
@@ -207,9 +210,11 @@ def json_changes(
     new_key: Callable[[int], str],
     config: RunnableConfig,
     words: UserWords,
+    named: UserWords,
 ) -> list[MemoryChange]:
     """The changes the model's JSON news make to the `existing` documents of `kind` (see the module's docstring),
-    kept as far as `words`, the user's, say them.
+    kept as far as `words`, the user's in the conversation, say them; a collection's documents are changed or
+    removed only when `named`, the user's latest message, names them.
 
     Raises `UnusableOutputError` when the model answered in text or with JSON that does not fit the schema.
     """
@@ -224,5 +229,5 @@ def json_changes(
         raise UnusableOutputError(TEXT_ANSWER_PROBLEM)
     answer = message.tool_calls[0]["args"]
     if kind.collection:
-        return collection_changes(kind, answer, numbered, new_key, words)
+        return collection_changes(kind, answer, numbered, new_key, words, named)
     return document_changes(kind, answer, existing, new_key, words)

@@ -136,9 +136,14 @@ class UpdateRequest:
         only as far as the user said it (`graph.memory.grounding`)."""
         return isinstance(self.model, JsonCallModel)
 
+    @cached_property
+    def user_said(self) -> list[str]:
+        """The user's messages in the conversation being answered, oldest first."""
+        return [message.text for message in self.messages if isinstance(message, HumanMessage)]
+
     def user_words(self, *also: str) -> UserWords:
         """The words of the user's messages in the conversation being answered, and of `also`."""
-        return UserWords.of([*(message.text for message in self.messages if isinstance(message, HumanMessage)), *also])
+        return UserWords.of([*self.user_said, *also])
 
     def extract(self, instruction: str, existing: Mapping[str, dict[str, Any]], new_key: Callable[[int], str]) -> list[MemoryChange]:
         """The changes the model proposes to the kind's `existing` documents, new ones keyed by `new_key`: trustcall's
@@ -148,7 +153,8 @@ class UpdateRequest:
         """
         prompt = self.prompt(instruction)
         if self.answers_in_json:
-            return json_changes(self.model, self.kind, prompt, existing, new_key, self.config, self.user_words())
+            latest = UserWords.of([self.user_said[-1]] if self.user_said else [])
+            return json_changes(self.model, self.kind, prompt, existing, new_key, self.config, self.user_words(), latest)
         return extract_changes(
             self.model, self.kind.schema, prompt, existing, new_key, self.config, **self.extraction_options
         )
@@ -169,7 +175,7 @@ def change_context(request: UpdateRequest) -> ChangeContext:
     The message is cut to what a prompt shows (`bound_message`) and redacted with the user's earlier
     messages as context, so a secret split across messages ("my wifi password is" … "hunter2") is not kept.
     """
-    said = [message.text for message in request.messages if isinstance(message, HumanMessage)]
+    said = request.user_said
     message = ""
     if said:
         latest = said[-1]
