@@ -102,6 +102,12 @@ def test_todos_are_created_changed_and_removed_only_where_the_user_named_them():
     assert changes[1].after == {**SWIM, "status": "done"}
 
 
+def test_a_listed_todo_echoed_as_new_is_not_created_again():
+    words = UserWords.of(["I booked the swim lessons."])
+    news = {"new": [{"task": "book swim  Lessons", "solutions": ["Call the pool", "Book online"]}] * 4, "changed": [], "removed": []}
+    assert collection_changes(TODO, news, NUMBERED, new_key, words, words) == []
+
+
 def test_a_change_to_a_todo_the_latest_message_does_not_name_is_dropped():
     said = UserWords.of(["Remind me to call the dentist.", "I booked the swim lessons."])
     latest = UserWords.of(["I booked the swim lessons."])

@@ -11,7 +11,8 @@ becomes the same `MemoryChange`s trustcall's would, under the same keys.
 
 Before anything is kept, every text the user would have had to say (the kind's text fields, not its
 `suggested_fields`) is checked against the user's messages (`graph.memory.grounding`): a value they did not say
-is dropped, a new document left without its required fields is not created, and a document is changed or
+is dropped, a new document left without its required fields, or named like one listed (a small model echoes the
+listed documents as new ones), is not created, and a document is changed or
 removed only when the user's latest message names it (its summary field). A model that gave nothing usable changed
 nothing; one that answered in text or with JSON that does not fit fails the update, as trustcall's would.
 """
@@ -147,6 +148,11 @@ def merged(before: Mapping[str, Any], news: Mapping[str, Any]) -> dict[str, Any]
     return after
 
 
+def _summary(kind: MemoryKind, document: Mapping[str, Any]) -> str:
+    """A document's summary field, compared loosely (case and spacing ignored)."""
+    return " ".join(str(document.get(kind.summary_field, "")).casefold().split())
+
+
 def names_document(kind: MemoryKind, document: Mapping[str, Any], words: UserWords) -> bool:
     """Whether the user's words name a document: they say its summary field."""
     summary = document.get(kind.summary_field)
@@ -178,10 +184,10 @@ def collection_changes(
     (the user's latest message) names it."""
     changes: list[MemoryChange] = []
     created: list[dict[str, Any]] = []
+    listed = {_summary(kind, document) for _, document in numbered}
     for fields in answer.get(NEW, []):
         document = valid_document(kind, grounded_fields(kind, fields, words), {})
-        others = [*(document for _, document in numbered), *created]
-        if document is None or any(same_document(document, other) for other in others):
+        if document is None or _summary(kind, document) in listed or any(same_document(document, c) for c in created):
             continue
         changes.append(MemoryChange("created", new_key(len(created)), None, document))
         created.append(document)
