@@ -11,10 +11,10 @@ becomes the same `MemoryChange`s trustcall's would, under the same keys.
 
 Before anything is kept, every text the user would have had to say (the kind's text fields, not its
 `suggested_fields`) is checked against the user's messages (`graph.memory.grounding`): a value they did not say
-is dropped, a new document left without its required fields, or named like one listed (a small model echoes the
-listed documents as new ones), is not created, and a document is changed or
-removed only when the user's latest message names it (its summary field). A model that gave nothing usable changed
-nothing; one that answered in text or with JSON that does not fit fails the update, as trustcall's would.
+is dropped; a new document left without its required fields, or named like a listed one (a small model echoes
+the listed documents as new ones), is not created; and a document is changed or removed only when the user's
+latest message names it (its summary field). A model that gave nothing usable changed nothing; one that answered
+in text or with JSON that does not fit fails the update, as trustcall's would.
 """
 
 import json
