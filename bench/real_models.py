@@ -365,7 +365,7 @@ def print_result(console: Console, result: RunResult) -> None:
     table.add_column("count", justify="right")
     table.add_column("the agent did (turns)")
     table.add_column("count", justify="right")
-    left, right = sorted(sent.items()), sorted(did.items())
+    left, right = sorted((+sent).items()), sorted((+did).items())
     for index in range(max(len(left), len(right))):
         a = left[index] if index < len(left) else ("", "")
         b = right[index] if index < len(right) else ("", "")

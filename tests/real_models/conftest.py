@@ -21,7 +21,7 @@ def llama() -> LlamaServer:
         with serving(n_predict=REPLY_CAP) as server:
             yield server
     except HarnessError as error:
-        pytest.fail(str(error))
+        pytest.fail(str(error), pytrace=False)
 
 
 @pytest.fixture
