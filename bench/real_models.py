@@ -12,13 +12,15 @@ answers, model calls, tokens, first-token and turn latency), the server's own pr
 speed (`/metrics`), the wall time, and a census of every turn:
 
 - what the model sent on the chat call: native tool calls, JSON, a call written as text, a plain reply on a turn
-  that asked to save something, an empty reply, malformed arguments, a reply cut at the length cap (run away);
+  that asked to save something, an empty reply, malformed arguments, a reply cut at the length cap (run away),
+  turn markers written out;
   and memory values stored that no word of the user's messages supports (invented);
 - what the agent did with it: saved, told the user it was not saved, left it unsaved without a word (the model
   never asked: the agent cannot know), wedged the thread (a tool call left unanswered, or an HTTP 400 a retry
   cannot mend), raised an exception other than its one-sentence endpoint error, stored a ToDo twice, no reply.
 
-Replies written as text that look like calls are listed raw at the end: the shapes to teach the boundary.
+Replies that look like calls written as text, or that write the chat template's turn markers out (a base model
+going on with the conversation as the user), are listed raw: the shapes to teach the boundary.
 
 By default it plays one case of each category (`SUBSET`, said in the output) to keep a run near ten minutes per
 model and mode on 2 shared cores; `--cases all` plays the whole suite. `--n-predict` caps replies at the server
@@ -75,6 +77,8 @@ GRAPH = "maistro"
 # Errors the agent raises by design: one sentence for the user, the message kept to send again.
 DESIGNED_ERRORS = ("ModelUnavailableError", "ModelCallLimitError")
 TEXT_CALL = re.compile(r"<tool_call>|\[TOOL_CALLS\]|update_?memory|update_type|<function|\"arguments\"|\"parameters\"", re.I)
+# The chat template's own turn markers written out: a base model going on with the conversation as the user.
+TURN_MARKER = re.compile(r"<\|im_start\|>|<\|im_end\|>|<start_of_turn>|<end_of_turn>|<\|eot_id\|>|<\|start_header_id\|>")
 WORD = re.compile(r"\w{4,}")
 
 
@@ -170,6 +174,7 @@ class TurnCensus:
     sent: list[str]
     runaway: int
     malformed: int
+    markers: int
     outcome: list[str]
     raw: list[str] = field(default_factory=list)
 
@@ -257,9 +262,10 @@ def run_case(case: Case, client, census: Census, budget: Budget, run_config: dic
                 turns.append(TurnCensus(
                     case.id, turn.user, turn.play.update_types, [sent_shape(c) for c in chat],
                     sum(c.finish_reason == "length" for c in chat), sum(c.malformed_calls for c in chat),
+                    sum(bool(TURN_MARKER.search(c.content)) for c in chat),
                     agent_outcome(record, before, after, messages, doubled_before,
                                   len(doubled_todos(compiled.store, EVAL_USER)), bool(turn.play.update_types)),
-                    [c.content for c in chat if sent_shape(c) == "call written as text"],
+                    [c.content for c in chat if sent_shape(c) == "call written as text" or TURN_MARKER.search(c.content)],
                 ))
             if run.stopped:
                 break
@@ -342,6 +348,7 @@ def census_counts(result: RunResult) -> tuple[Counter, Counter]:
         sent["plain reply on a memory turn"] += bool(turn.asked) and all(s in ("plain reply", "empty reply") for s in turn.sent)
         sent["malformed arguments"] += turn.malformed
         sent["run away (cut at the cap)"] += turn.runaway
+        sent["turn markers written out"] += turn.markers
         for outcome in turn.outcome:
             did["invented value stored" if outcome.startswith("invented") else outcome] += 1
     return sent, did
@@ -373,7 +380,7 @@ def print_result(console: Console, result: RunResult) -> None:
     console.print(table)
     for turn in result.census:
         for raw in turn.raw:
-            console.print(f"  call written as text ({turn.case}, {turn.user[:40]!r}): {raw[:300]!r}", markup=False)
+            console.print(f"  shape to teach the boundary ({turn.case}, {turn.user[:40]!r}): {raw[:300]!r}", markup=False)
 
 
 def summary_table(console: Console, results: Sequence[RunResult]) -> None:

@@ -3,7 +3,7 @@ agent is said to have done with a turn."""
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from bench.real_models import ModelCall, agent_outcome, invented_values, sent_shape
+from bench.real_models import TURN_MARKER, ModelCall, agent_outcome, invented_values, sent_shape
 from graph.eval.runner import TurnRecord
 
 
@@ -57,3 +57,9 @@ def test_saved_told_wedged_raised_and_doubled_are_each_reported():
                          before, answered, 0, 0, asked=True) == ["told: endpoint error"]
     assert agent_outcome(record(error="BadRequestError: Error code: 400 - exceed_context_size_error"), before, before,
                          answered, 0, 0, asked=True) == ["raised", "wedged"]
+
+
+def test_a_base_model_going_on_as_the_user_is_recognised_by_its_turn_markers():
+    gemma = "I have to send the invoice by tomorrow.<|im_end|>\n<|im_start|>user\nI have to send the invoice"
+
+    assert TURN_MARKER.search(gemma) and not TURN_MARKER.search("Sure, the invoice is on your list.")
