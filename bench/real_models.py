@@ -89,7 +89,7 @@ class ModelCall:
     node: str
     user: str
     offered_tools: bool
-    schema: bool
+    json_mode: bool
     content: str = ""
     native_calls: int = 0
     malformed_calls: int = 0
@@ -100,9 +100,11 @@ class ModelCall:
 
 
 class Census(BaseCallbackHandler):
-    """Records every model request's raw answer (a callback on the client: product code is untouched)."""
+    """Records every model request's answer before the agent's boundary reads it (a callback on the client: product
+    code is untouched). In JSON mode that is the answer after the JSON model read its JSON into calls."""
 
-    def __init__(self) -> None:
+    def __init__(self, json_mode: bool = False) -> None:
+        self.json_mode = json_mode
         self.calls: list[ModelCall] = []
         self._open: dict[Any, tuple[ModelCall, float]] = {}
         self._lock = threading.Lock()
@@ -116,7 +118,7 @@ class Census(BaseCallbackHandler):
             node=(kwargs.get("metadata") or {}).get("langgraph_node", "?"),
             user=users[-1] if users else "",
             offered_tools=bool(params.get("tools")),
-            schema=bool(params.get("response_format")),
+            json_mode=self.json_mode,
         )
         with self._lock:
             self._open[run_id] = (call, time.monotonic())
@@ -152,7 +154,7 @@ def sent_shape(call: ModelCall) -> str:
     if call.error:
         return "request failed"
     if call.native_calls:
-        return "native tool call"
+        return "calls asked as JSON" if call.json_mode else "native tool call"
     text = call.content.strip()
     if not text:
         return "empty reply"
@@ -235,6 +237,15 @@ def call_mode_supported() -> bool:
     return any(info.alias == "MAISTRO_CALL_MODE" for info in Settings.model_fields.values())
 
 
+def mode_client(client, mode: str):
+    """The client as `maistro eval` uses it in the call mode: itself for tools, wrapped in the JSON model for json."""
+    if mode == "tools":
+        return client
+    from graph.backends.json_calls import JsonCallModel
+
+    return JsonCallModel(inner=client)
+
+
 def run_case(case: Case, client, census: Census, budget: Budget, run_config: dict) -> tuple[CaseRun, list[TurnCensus]]:
     """Play every turn of `case` on a fresh graph, as `maistro eval` does, taking the census of each turn."""
     from graph import DEFAULT_MEMORY_KINDS, open_graph
@@ -313,10 +324,11 @@ def run_model(model: PackagedModel, mode: str, cases: Sequence[Case], arguments:
         "MAISTRO_MODEL_TIMEOUT": str(MODEL_TIMEOUT_SECONDS),
     }
     run_config = {"timezone": "UTC", **({"todo_update_limit": arguments.todo_update_limit} if arguments.todo_update_limit else {})}
-    census = Census()
+    census = Census(json_mode=mode == "json")
     with LlamaServer(binary, files[0], n_predict=arguments.n_predict) as server, environment(**variables):
         client = Endpoint(model.name, server.base_url, "", MODEL_TIMEOUT_SECONDS).client()
-        client = client.model_copy(update={"temperature": arguments.temperature, "callbacks": [census]})
+        client = mode_client(client.model_copy(update={"temperature": arguments.temperature}), mode)
+        client = client.model_copy(update={"callbacks": [census]})
         budget = Budget(arguments.time_budget)
         metrics_before, started = server.metrics(), time.monotonic()
         runs, turns = [], []

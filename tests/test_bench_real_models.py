@@ -8,11 +8,12 @@ from graph.eval.runner import TurnRecord
 
 
 def answer(**fields) -> ModelCall:
-    return ModelCall(node="task_maistro", user="I need to buy milk.", offered_tools=True, schema=False, **fields)
+    return ModelCall(node="task_maistro", user="I need to buy milk.", offered_tools=True, json_mode=False, **fields)
 
 
 def test_each_raw_answer_is_classed_by_its_form():
     assert sent_shape(answer(native_calls=1)) == "native tool call"
+    assert sent_shape(ModelCall("task_maistro", "I need milk.", True, True, native_calls=1)) == "calls asked as JSON"
     assert sent_shape(answer(content='{"update_type": "todo"}')) == "JSON"
     assert sent_shape(answer(content='Sure! <tool_call>{"name": "UpdateMemory"}</tool_call>')) == "call written as text"
     assert sent_shape(answer(content="I'll call update_memory with update_type todo.")) == "call written as text"
