@@ -221,13 +221,19 @@ def agent_outcome(record: TurnRecord, before: dict, after: dict, messages: list,
 def environment(**variables: str | None) -> Iterator[None]:
     """The given environment variables for the block (None: unset), restored afterwards."""
     saved = {name: os.environ.get(name) for name in variables}
-    for name, value in variables.items():
-        os.environ.pop(name, None) if value is None else os.environ.__setitem__(name, value)
+    _set_environment(variables)
     try:
         yield
     finally:
-        for name, value in saved.items():
-            os.environ.pop(name, None) if value is None else os.environ.__setitem__(name, value)
+        _set_environment(saved)
+
+
+def _set_environment(variables: dict[str, str | None]) -> None:
+    for name, value in variables.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def call_mode_supported() -> bool:
