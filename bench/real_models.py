@@ -42,13 +42,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, HumanMessage
+from langchain_openai import ChatOpenAI
 from rich.console import Console
 from rich.table import Table
 
 from graph.eval.cases import Case, load_cases
-from graph.eval.endpoint import Endpoint
 from graph.eval.report import print_scorecard, scorecard
 from graph.eval.runner import (
     CHAT_NODES,
@@ -99,15 +100,45 @@ class ModelCall:
     error: str | None = None
 
 
+@dataclass
+class JsonAnswer:
+    """One schema-constrained request as the server answered it: the schema's name, the text, why it stopped."""
+
+    user: str
+    schema: str
+    text: str
+    finish_reason: str | None
+
+
 class Census(BaseCallbackHandler):
     """Records every model request's answer before the agent's boundary reads it (a callback on the client: product
-    code is untouched). In JSON mode that is the answer after the JSON model read its JSON into calls."""
+    code is untouched). In JSON mode that is the answer after the JSON model read its JSON into calls; the JSON the
+    server sent for each schema-constrained request is kept too (`json_answers`, from the HTTP client's hook)."""
 
     def __init__(self, json_mode: bool = False) -> None:
         self.json_mode = json_mode
         self.calls: list[ModelCall] = []
+        self.json_answers: list[JsonAnswer] = []
         self._open: dict[Any, tuple[ModelCall, float]] = {}
         self._lock = threading.Lock()
+
+    def http_client(self) -> httpx.Client:
+        """An HTTP client for ChatOpenAI that keeps the answers of schema-constrained requests (never streamed)."""
+        return httpx.Client(event_hooks={"response": [self.on_response]}, timeout=MODEL_TIMEOUT_SECONDS)
+
+    def on_response(self, response: httpx.Response) -> None:
+        """Keep the answer of a schema-constrained request (streamed ones and failures pass)."""
+        body = json.loads(response.request.content or b"{}")
+        if body.get("stream") or "response_format" not in body or response.status_code != 200:
+            return
+        response.read()
+        choice = response.json()["choices"][0]
+        users = [m.get("content") for m in body.get("messages", []) if m.get("role") == "user"]
+        with self._lock:
+            self.json_answers.append(JsonAnswer(
+                str(users[-1]) if users else "", body["response_format"].get("json_schema", {}).get("name", "?"),
+                choice["message"].get("content") or "", choice.get("finish_reason"),
+            ))
 
     def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: Any, **kwargs: Any) -> None:
         """Note which node asked, for which user message, with tools or a JSON schema."""
@@ -301,6 +332,7 @@ class RunResult:
     card: dict
     census: list[TurnCensus]
     calls: list[ModelCall]
+    json_answers: list[JsonAnswer]
     server: dict[str, float]
     seconds: float
     skipped: str | None = None
@@ -322,7 +354,7 @@ def server_figures(before: dict[str, float], after: dict[str, float]) -> dict[st
 def run_model(model: PackagedModel, mode: str, cases: Sequence[Case], arguments: argparse.Namespace, console: Console) -> RunResult:
     """Serve `model`, play `cases` in call mode `mode`, and score them."""
     if mode == "json" and not call_mode_supported():
-        return RunResult(model.name, mode, {}, [], [], {}, 0.0, "this version of the agent has no MAISTRO_CALL_MODE")
+        return RunResult(model.name, mode, {}, [], [], [], {}, 0.0, "this version of the agent has no MAISTRO_CALL_MODE")
     binary, files = prepare([model])
     variables = {
         "MAISTRO_CALL_MODE": mode if call_mode_supported() else None,
@@ -332,9 +364,12 @@ def run_model(model: PackagedModel, mode: str, cases: Sequence[Case], arguments:
     run_config = {"timezone": "UTC", **({"todo_update_limit": arguments.todo_update_limit} if arguments.todo_update_limit else {})}
     census = Census(json_mode=mode == "json")
     with LlamaServer(binary, files[0], n_predict=arguments.n_predict) as server, environment(**variables):
-        client = Endpoint(model.name, server.base_url, "", MODEL_TIMEOUT_SECONDS).client()
-        client = mode_client(client.model_copy(update={"temperature": arguments.temperature}), mode)
-        client = client.model_copy(update={"callbacks": [census]})
+        # As graph.eval.endpoint.Endpoint.client builds it, with the census's HTTP client.
+        client = ChatOpenAI(
+            model=model.name, base_url=server.base_url, api_key="not-needed", temperature=arguments.temperature,
+            timeout=MODEL_TIMEOUT_SECONDS, stream_usage=True, http_client=census.http_client(),
+        )
+        client = mode_client(client, mode).model_copy(update={"callbacks": [census]})
         budget = Budget(arguments.time_budget)
         metrics_before, started = server.metrics(), time.monotonic()
         runs, turns = [], []
@@ -355,7 +390,7 @@ def run_model(model: PackagedModel, mode: str, cases: Sequence[Case], arguments:
         "stopped": budget.spent(), "temperature": arguments.temperature, "reply_timing": arguments.reply_timing,
         "n_predict": arguments.n_predict,
     })
-    return RunResult(model.name, mode, card, turns, census.calls, figures, seconds)
+    return RunResult(model.name, mode, card, turns, census.calls, census.json_answers, figures, seconds)
 
 
 def census_counts(result: RunResult) -> tuple[Counter, Counter]:
@@ -396,6 +431,12 @@ def print_result(console: Console, result: RunResult) -> None:
         b = right[index] if index < len(right) else ("", "")
         table.add_row(a[0], str(a[1]), b[0], str(b[1]))
     console.print(table)
+    if result.json_answers:
+        answers = Counter((a.schema, a.text.strip()[:80], a.finish_reason) for a in result.json_answers)
+        console.print(f"JSON answers of the {len(result.json_answers)} schema-constrained requests (schema, text, finish), "
+                      "most frequent first:", markup=False)
+        for (schema, text, finish), count in answers.most_common(12):
+            console.print(f"  {count:3d} x {schema}: {text!r} ({finish})", markup=False)
     for turn in result.census:
         for raw in turn.raw:
             console.print(f"  shape to teach the boundary ({turn.case}, {turn.user[:40]!r}): {raw[:300]!r}", markup=False)

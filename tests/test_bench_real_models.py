@@ -1,9 +1,10 @@
 """bench.real_models' census without a model: how a raw answer is classed, what counts as invented, and what the
 agent is said to have done with a turn."""
 
+import httpx
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from bench.real_models import TURN_MARKER, ModelCall, agent_outcome, invented_values, sent_shape
+from bench.real_models import TURN_MARKER, Census, JsonAnswer, ModelCall, agent_outcome, invented_values, sent_shape
 from graph.eval.runner import TurnRecord
 
 
@@ -64,3 +65,18 @@ def test_a_base_model_going_on_as_the_user_is_recognised_by_its_turn_markers():
     gemma = "I have to send the invoice by tomorrow.<|im_end|>\n<|im_start|>user\nI have to send the invoice"
 
     assert TURN_MARKER.search(gemma) and not TURN_MARKER.search("Sure, the invoice is on your list.")
+
+
+def test_the_json_a_schema_constrained_request_got_is_kept_as_the_server_sent_it():
+    census = Census(json_mode=True)
+    request = httpx.Request("POST", "http://127.0.0.1:1/v1/chat/completions", json={
+        "messages": [{"role": "system", "content": "Choose."}, {"role": "user", "content": "I need to buy milk."}],
+        "response_format": {"type": "json_schema", "json_schema": {"name": "UpdateMemory", "schema": {}}},
+    })
+    answer = {"choices": [{"message": {"content": '{"update_type": "none"}'}, "finish_reason": "stop"}]}
+    streamed = httpx.Request("POST", "http://127.0.0.1:1/v1/chat/completions", json={"stream": True, "messages": []})
+
+    census.on_response(httpx.Response(200, json=answer, request=request))
+    census.on_response(httpx.Response(200, text="data: {}", request=streamed))
+
+    assert census.json_answers == [JsonAnswer("I need to buy milk.", "UpdateMemory", '{"update_type": "none"}', "stop")]
