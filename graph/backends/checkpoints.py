@@ -21,8 +21,10 @@ so a crash at any point leaves a resumable thread. The PostgreSQL saver is in
 `graph.backends.checkpoints_postgres`.
 """
 
+import json
 import logging
 import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -133,6 +135,19 @@ class PruningSqliteSaver(SqliteSaver):
         super().delete_thread(thread_id)
         with self.cursor() as cur:
             cur.execute(f"DELETE FROM {RETENTION_TABLE} WHERE thread_id = ?", (str(thread_id),))
+
+    def forget_threads(self, thread_ids: Sequence[str]) -> dict[str, int]:
+        """Delete the threads' checkpoints, writes and retention records in one transaction; returns the rows
+        deleted, by table."""
+        rows = {}
+        with self.cursor() as cur:
+            for table in ("checkpoints", "writes", RETENTION_TABLE):
+                cur.execute(
+                    f"DELETE FROM {table} WHERE thread_id IN (SELECT value FROM json_each(?))",
+                    (json.dumps([str(thread_id) for thread_id in thread_ids]),),
+                )
+                rows[table] = cur.rowcount
+        return rows
 
     def prune_all(self) -> int:
         """Apply the retention policy to every thread and vacuum the file if that freed anything; returns rows deleted."""
