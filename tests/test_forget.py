@@ -161,7 +161,7 @@ def test_the_cli_prints_what_it_removed_by_table(tmp_path, secret):
     assert [line.split()[0] for line in lines[7:10]] == ["checkpoints", "writes", "maistro_checkpoint_retention"]
     assert lines[10:] == [
         f"Erased: {DATABASE_FILE} was rebuilt from its remaining rows (VACUUM): no free space in it holds deleted data.",
-        f"Erased: Its write-ahead log ({DATABASE_FILE}-wal) was copied into it and truncated to nothing.",
+        f"Erased: {DATABASE_FILE}-wal, its write-ahead log, was copied into it and truncated to nothing.",
     ]
     assert sqlite_copies(data_dir, secret) == {"main": 0, "wal": 0, "freelist": 0}
     close_graph(agent)

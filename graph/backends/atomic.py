@@ -301,7 +301,7 @@ OR (type = 'trigger' AND name IN ('{TABLE}_INSERT', '{TABLE}_UPDATE', '{TABLE}_D
                 "database closes it (which deletes the log); forget the user again to empty it now."
             )
         else:
-            done.append(f"Its write-ahead log ({name}-wal) was copied into it and truncated to nothing.")
+            done.append(f"{name}-wal, its write-ahead log, was copied into it and truncated to nothing.")
         return Erasure(tuple(done), tuple(kept))
 
     def drop_orphan_embeddings(self) -> int:
