@@ -302,8 +302,7 @@ def forget(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     data_dir: DataDirOption = None,
 ) -> None:
-    """Delete every memory and every thread of a user (nothing of other users), overwrite the space they held, and
-    print a receipt: the rows deleted by table, and what may still hold copies of them."""
+    """Delete every memory and every thread of a user (nothing of other users), erase them on disk, print a receipt."""
     from graph.backends.storage import close_storage, open_storage
     from graph.memory.admin import forget_user, user_items, user_threads
 
