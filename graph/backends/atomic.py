@@ -31,6 +31,7 @@ from langgraph.store.sqlite import SqliteStore
 from graph.backends import list_index
 from graph.backends.history_sql import HISTORY_PREFIX, INDEX, PRUNED, HistorySql, history_prefix
 from graph.backends.list_index import ListIndexed
+from graph.backends.sqlite import operational_error
 from graph.backends.todo_changes import (
     FORGET_LOG,
     FORGET_ROWS,
@@ -284,9 +285,7 @@ OR (type = 'trigger' AND name IN ('{TABLE}_INSERT', '{TABLE}_UPDATE', '{TABLE}_D
             try:
                 self.conn.execute("VACUUM")
                 done.append(f"{name} was rebuilt from its remaining rows (VACUUM): no free space in it holds deleted data.")
-            except Exception as error:
-                if not hasattr(error, "sqlite_errorname"):  # an SQLite error, from either driver
-                    raise
+            except operational_error(self.conn) as error:  # busy, full, unreadable; a damaged file raises
                 kept.append(
                     f"{name} could not be rebuilt now ({error}): the rows just deleted were overwritten with zeros, but "
                     "space freed before (by an earlier version of task-maistro or another program) may still hold "

@@ -1,13 +1,12 @@
 """SQLite storage: one database file holds the checkpointer's threads and the store's memories."""
 
+import importlib
 import sqlite3
 from pathlib import Path
 from types import ModuleType
 
 from filelock import FileLock
 from langgraph.store.base import IndexConfig, TTLConfig
-
-from graph.backends.atomic import AtomicSqliteStore
 
 DATABASE_FILE = "maistro.sqlite"
 BUSY_TIMEOUT_SECONDS = 30.0
@@ -26,6 +25,12 @@ def sqlite_with_extensions() -> ModuleType:
             "pip install 'task-maistro[semantic]' (pysqlite3-binary), or unset MAISTRO_EMBEDDINGS."
         ) from error
     return pysqlite3.dbapi2
+
+
+def operational_error(conn: sqlite3.Connection) -> type[Exception]:
+    """`OperationalError` of the SQLite library `conn` comes from (the standard library's or pysqlite3's): a busy,
+    full or unreadable database, as opposed to a damaged one."""
+    return importlib.import_module(type(conn).__module__).OperationalError
 
 
 def connect(path: Path, *, autocommit: bool, driver: ModuleType = sqlite3) -> sqlite3.Connection:
@@ -55,13 +60,16 @@ def connect(path: Path, *, autocommit: bool, driver: ModuleType = sqlite3) -> sq
 
 
 def open_sqlite(directory: Path, index: IndexConfig | None, ttl: TTLConfig, *, checkpointer: bool = True):
-    """A `PruningSqliteSaver` (None unless `checkpointer`) and an `AtomicSqliteStore` on `directory`'s database file.
+    """A `PruningSqliteSaver` (None unless `checkpointer`) and an `AtomicSqliteStore` on `directory`'s database file,
+    both through one SQLite library (pysqlite3 when the semantic index needs it and the standard library's cannot).
 
     Their tables are created once, even when several processes open a fresh database at the same time, the
     checkpoints are pruned (see `graph.backends.checkpoints`), the ToDo change log is installed (see
     `graph.backends.todo_changes`), and embeddings whose memory is gone are deleted
     (`AtomicSqliteStore.drop_orphan_embeddings`).
     """
+    from graph.backends.atomic import AtomicSqliteStore  # which imports this module
+
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / DATABASE_FILE
     driver = sqlite_with_extensions() if index else sqlite3
@@ -70,7 +78,9 @@ def open_sqlite(directory: Path, index: IndexConfig | None, ttl: TTLConfig, *, c
     if checkpointer:
         from graph.backends.checkpoints import PruningSqliteSaver
 
-        saver = PruningSqliteSaver(connect(path, autocommit=False))
+        # The store's library: two copies of SQLite in one process do not see each other's locks, so two writers
+        # could commit at once and one commit be lost (https://www.sqlite.org/howtocorrupt.html, section 2.2.1).
+        saver = PruningSqliteSaver(connect(path, autocommit=False, driver=driver))
     with FileLock(directory / f"{DATABASE_FILE}.setup.lock"):
         if saver is not None:
             saver.setup()
