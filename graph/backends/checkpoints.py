@@ -31,7 +31,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from graph.backends.sqlite import operational_error
+from graph.backends.sqlite_errors import operational_error
 from graph.settings import current_settings
 
 logger = logging.getLogger(__name__)

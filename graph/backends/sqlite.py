@@ -1,12 +1,13 @@
 """SQLite storage: one database file holds the checkpointer's threads and the store's memories."""
 
-import importlib
 import sqlite3
 from pathlib import Path
 from types import ModuleType
 
 from filelock import FileLock
 from langgraph.store.base import IndexConfig, TTLConfig
+
+from graph.backends.atomic import AtomicSqliteStore
 
 DATABASE_FILE = "maistro.sqlite"
 BUSY_TIMEOUT_SECONDS = 30.0
@@ -25,12 +26,6 @@ def sqlite_with_extensions() -> ModuleType:
             "pip install 'task-maistro[semantic]' (pysqlite3-binary), or unset MAISTRO_EMBEDDINGS."
         ) from error
     return pysqlite3.dbapi2
-
-
-def operational_error(conn: sqlite3.Connection) -> type[Exception]:
-    """`OperationalError` of the SQLite library `conn` comes from (the standard library's or pysqlite3's): a busy,
-    full or unreadable database, as opposed to a damaged one."""
-    return importlib.import_module(type(conn).__module__).OperationalError
 
 
 def connect(path: Path, *, autocommit: bool, driver: ModuleType = sqlite3) -> sqlite3.Connection:
@@ -68,8 +63,6 @@ def open_sqlite(directory: Path, index: IndexConfig | None, ttl: TTLConfig, *, c
     `graph.backends.todo_changes`), and embeddings whose memory is gone are deleted
     (`AtomicSqliteStore.drop_orphan_embeddings`).
     """
-    from graph.backends.atomic import AtomicSqliteStore  # which imports this module
-
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / DATABASE_FILE
     driver = sqlite_with_extensions() if index else sqlite3
@@ -79,7 +72,7 @@ def open_sqlite(directory: Path, index: IndexConfig | None, ttl: TTLConfig, *, c
         from graph.backends.checkpoints import PruningSqliteSaver
 
         # The store's library: two copies of SQLite in one process do not see each other's locks, so two writers
-        # could commit at once and one commit be lost (https://www.sqlite.org/howtocorrupt.html, section 2.2.1).
+        # could commit at once and one commit be lost (tests/test_forget.py shows the locks held).
         saver = PruningSqliteSaver(connect(path, autocommit=False, driver=driver))
     with FileLock(directory / f"{DATABASE_FILE}.setup.lock"):
         if saver is not None:

@@ -33,7 +33,8 @@ def sqlite_copies(data_dir: Path, text: str) -> dict[str, int]:
 
 def freelist_pages(database: Path) -> list[bytes]:
     """The free pages of a SQLite database file as stored in it: every trunk page of the freelist and every leaf page
-    it lists (https://www.sqlite.org/fileformat2.html#the_freelist)."""
+    it lists (the file format: the page size at byte 16 of the header, the first trunk page at 32, the count at 36;
+    a trunk page holds the next trunk's number, its leaf count and the leaves' numbers)."""
     data = database.read_bytes()
     size = int.from_bytes(data[16:18], "big")
     size = 65536 if size == 1 else size
