@@ -186,9 +186,10 @@ def answer_update_calls(
     }
 
 
-def send_outcome(kind: str | None, tool_call_id: str, notes: list[str], *, failed: bool) -> None:
+def send_outcome(kind: str | None, tool_call_id: str | None, notes: list[str], *, failed: bool) -> None:
     """Send a call's outcome to runs streamed with `stream_mode="custom"`: `{MEMORY_UPDATE_EVENT: {"kind",
-    "tool_call_id", "notes", "failed"}}` (`kind` is None for a call that named no memory kind)."""
+    "tool_call_id", "notes", "failed"}}` (`kind` is None for a call that named no memory kind; `tool_call_id` is
+    None for the calls a reply only quoted)."""
     event = {"kind": kind, "tool_call_id": tool_call_id, "notes": notes, "failed": failed}
     get_stream_writer()({MEMORY_UPDATE_EVENT: event})
 
