@@ -155,6 +155,18 @@ def test_an_unusable_answer_is_one_sentence_in_the_chat_command(stub, script):
     assert lines[-2:] == [RECOVERY_REPLY, "✎ ToDo added: Call grandma"] and "Traceback" not in result.output
 
 
+def chat_process(messages: list[str]) -> subprocess.CompletedProcess:
+    """Run `maistro chat` as a process reading `messages` from a pipe, one per line."""
+    return subprocess.run(
+        [sys.executable, "-m", "graph.app.cli", "chat", "--user", "Lance", "--retries", "0"],
+        input="".join(f"{message}\n" for message in messages),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+
+
 def test_faults_through_the_chat_process(stub, script, tmp_path):
     """A call written as text, an unusable answer, the same message sent again (answered with broken arguments,
     refused once), then a well-behaved turn: in one `maistro chat` process, without a traceback."""
@@ -162,14 +174,7 @@ def test_faults_through_the_chat_process(stub, script, tmp_path):
     for turn in turns:
         turn.queue(script)
 
-    done = subprocess.run(
-        [sys.executable, "-m", "graph.app.cli", "chat", "--user", "Lance", "--retries", "0"],
-        input="".join(f"{turn.message}\n" for turn in turns),
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-    )
+    done = chat_process([turn.message for turn in turns])
 
     assert done.returncode == 0 and done.stderr == ""
     assert done.stdout.splitlines() == [
@@ -225,14 +230,7 @@ def test_text_calls_through_the_chat_process(stub, script):
     # Each fault on a thread of its own, so that no thread grows long enough to be summarised (another model call).
     messages = [message for fault in queue_faults(TEXT_CALL_FAULTS, script) for message in ["/new", *fault]]
 
-    done = subprocess.run(
-        [sys.executable, "-m", "graph.app.cli", "chat", "--user", "Lance", "--retries", "0"],
-        input="".join(f"{message}\n" for message in messages),
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-    )
+    done = chat_process(messages)
 
     assert done.returncode == 0 and done.stderr == ""
     expected = [line for number, name in enumerate(TEXT_CALL_FAULTS) for line in shown_in_chat(name, number)]

@@ -118,9 +118,10 @@ def _written_call(text: str) -> Turn:
     return _swim_turn(text_reply(text), text_reply(ADDED_SWIM))
 
 
-def _quoted_call(text: str) -> Turn:
-    """The reply quotes the call: it is text, nothing runs (the extraction reply stays unused)."""
-    return _swim_turn(text_reply(text))
+def _quoted_fault(name: str, description: str, reply: str) -> Fault:
+    """A fault whose reply quotes the call that would save the turn's ToDo: it is text, nothing runs (the extraction
+    reply stays unused), and the user is told."""
+    return Fault(name, description, _swim_turn(text_reply(reply)), asked_todos=(SWIM,), quoted=True, max_calls=1)
 
 
 def _remove_dentist(request: dict) -> dict:
@@ -219,79 +220,50 @@ CATALOGUE = (
         _written_call('{"name": "UpdateMemory", "parameters": {"update_type": "todo"}}'),
         asked_todos=(SWIM,),
     ),
-    Fault(
+    _quoted_fault(
         "hermes_after_text",
         "a sentence, then <tool_call>{...}</tool_call>: quoted, kept as text, the user told",
-        _quoted_call(f"{SAYS_SWIM}\n<tool_call>{SWIM_CALL}</tool_call>"),
-        asked_todos=(SWIM,),
-        quoted=True,
-        max_calls=1,
+        f"{SAYS_SWIM}\n<tool_call>{SWIM_CALL}</tool_call>",
     ),
-    Fault(
+    _quoted_fault(
         "mistral_after_text",
         "a sentence, then [TOOL_CALLS] [{...}]: quoted, kept as text, the user told",
-        _quoted_call(f"{SAYS_SWIM} [TOOL_CALLS] [{SWIM_CALL}]"),
-        asked_todos=(SWIM,),
-        quoted=True,
-        max_calls=1,
+        f"{SAYS_SWIM} [TOOL_CALLS] [{SWIM_CALL}]",
     ),
-    Fault(
+    _quoted_fault(
         "fenced_json_call",
         "the call in a ```json fenced block after the reply: quoted, kept as text, the user told",
-        _quoted_call(f"{SAYS_SWIM}\n```json\n{SWIM_CALL}\n```"),
-        asked_todos=(SWIM,),
-        quoted=True,
-        max_calls=1,
+        f"{SAYS_SWIM}\n```json\n{SWIM_CALL}\n```",
     ),
-    Fault(
+    _quoted_fault(
         "fenced_python_call",
         "the call in a ```python fenced block: quoted, kept as text, the user told",
-        _quoted_call(f"{SAYS_SWIM}\n```python\ncall = {SWIM_CALL}\n```"),
-        asked_todos=(SWIM,),
-        quoted=True,
-        max_calls=1,
+        f"{SAYS_SWIM}\n```python\ncall = {SWIM_CALL}\n```",
     ),
-    Fault(
+    _quoted_fault(
         "fenced_only_call",
         "nothing but a ```text fenced block holding the call: quoted, kept as text, the user told",
-        _quoted_call(f"```text\n{SWIM_CALL}\n```"),
-        asked_todos=(SWIM,),
-        quoted=True,
-        max_calls=1,
+        f"```text\n{SWIM_CALL}\n```",
     ),
-    Fault(
+    _quoted_fault(
         "inline_code_call",
         "the call in inline backticks: quoted, kept as text, the user told",
-        _quoted_call(f"{SAYS_SWIM} I'll send `{SWIM_CALL}`."),
-        asked_todos=(SWIM,),
-        quoted=True,
-        max_calls=1,
+        f"{SAYS_SWIM} I'll send `{SWIM_CALL}`.",
     ),
-    Fault(
+    _quoted_fault(
         "prose_json_call",
         "the call as bare JSON inside a sentence: quoted, kept as text, the user told",
-        _quoted_call(f"{SAYS_SWIM} The call is {SWIM_CALL} and nothing else."),
-        asked_todos=(SWIM,),
-        quoted=True,
-        max_calls=1,
+        f"{SAYS_SWIM} The call is {SWIM_CALL} and nothing else.",
     ),
-    Fault(
+    _quoted_fault(
         "openai_shape_call",
         'the whole reply in OpenAI\'s wire shape {"type": "function", "function": {...}}: quoted, the user told',
-        _quoted_call(
-            json.dumps({"type": "function", "function": {"name": "UpdateMemory", "arguments": UPDATE_TODO}})
-        ),
-        asked_todos=(SWIM,),
-        quoted=True,
-        max_calls=1,
+        json.dumps({"type": "function", "function": {"name": "UpdateMemory", "arguments": UPDATE_TODO}}),
     ),
-    Fault(
+    _quoted_fault(
         "json_list_call",
         "the whole reply a JSON list of calls: quoted, kept as text, the user told",
-        _quoted_call(f"[{SWIM_CALL}]"),
-        asked_todos=(SWIM,),
-        quoted=True,
-        max_calls=1,
+        f"[{SWIM_CALL}]",
     ),
     Fault(
         "explained_call",
