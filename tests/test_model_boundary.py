@@ -316,6 +316,19 @@ def test_a_reply_that_quotes_a_call_keeps_its_text_and_tells_the_user_nothing_ra
     assert normalised.notes == [QUOTED_CALL_NOTE.format(memory="ToDo list and profile")]
 
 
+def test_a_quoted_call_is_not_mentioned_when_the_message_itself_updates_that_memory():
+    profile_call = json.dumps({**CALL, "arguments": {"update_type": "user"}})
+    reply = AIMessage(
+        content=f"I'll add it; the call is `{WRITTEN}`, and `{profile_call}` would save your name.",
+        tool_calls=[{"name": "UpdateMemory", "args": {"update_type": "todo"}, "id": "c1"}],
+        id="a1",
+    )
+
+    normalised = normalise_reply(reply, DEFAULT_MEMORY_KINDS, taken_ids=())
+
+    assert normalised.message is reply and normalised.notes == [QUOTED_CALL_NOTE.format(memory="profile")]
+
+
 @pytest.mark.parametrize(
     "content",
     [

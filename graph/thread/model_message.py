@@ -164,7 +164,7 @@ class _Boundary:
             )
         return {"name": shown_name, "args": args, "id": call_id, "type": "tool_call"}
 
-    def malformed(self, call_id: str, name: object, problem: str, error: str = "") -> dict:
+    def malformed(self, call_id: str, name: object, problem: str, error: str | None = "") -> dict:
         """A call whose arguments could not be read, kept with none and refused; `error` is what the model is told
         (default: the `problem`, which the user reads)."""
         self.refuse(call_id, MALFORMED_CALL_ANSWER.format(error=error or problem), REFUSED_MALFORMED_NOTE.format(problem=problem))
@@ -178,7 +178,7 @@ class _Boundary:
             self.mended.append("repaired arguments")
             return self.tool_call(call.get("name"), reading.value, call.get("id"))
         error = call.get("error") if reading.problem == NOT_JSON else ""
-        return self.malformed(self.call_id(call.get("id")), call.get("name"), reading.problem, error or "")
+        return self.malformed(self.call_id(call.get("id")), call.get("name"), reading.problem, error)
 
     def written_call(self, call: TextCall) -> dict:
         """A call the reply was written as: routed or refused like any call, or refused as malformed when it could
@@ -188,10 +188,15 @@ class _Boundary:
             return self.malformed(self.call_id(None), call.name, call.problem)
         return self.tool_call(call.name, call.args, None)
 
-    def tell_quoted(self, calls: Iterable[TextCall]) -> None:
-        """Tell the user that the calls a reply quotes, those that would have updated a memory, were not run."""
-        named = (self.update_type(call.name, call.args) for call in calls)
-        titles = dict.fromkeys(kind_for_update(self.kinds, update_type).title for update_type in named if update_type)
+    def tell_quoted(self, quoted: Iterable[TextCall], calls: Sequence[dict]) -> None:
+        """Tell the user that the calls a reply quotes were not run, those that would have updated a memory the
+        message's own `calls` do not update."""
+        refused = {refusal.answer.tool_call_id for refusal in self.refusals}
+        updated = {call["args"].get("update_type") for call in calls if call["name"] == UPDATE_TOOL and call["id"] not in refused}
+        named = (self.update_type(call.name, call.args) for call in quoted)
+        titles = dict.fromkeys(
+            kind_for_update(self.kinds, update_type).title for update_type in named if update_type not in {None, *updated}
+        )
         if titles:
             self.notes.append(QUOTED_CALL_NOTE.format(memory=" and ".join(titles)))
 
@@ -202,15 +207,17 @@ def normalise_reply(message: AIMessage, kinds: Sequence[MemoryKind], taken_ids: 
     boundary = _Boundary(kinds, taken_ids)
     content = message.content
     written: list[TextCall] = []
+    quoted: list[TextCall] = []
     if isinstance(content, str) and content:
         if (found := written_calls(content)) is None:
-            boundary.tell_quoted(quoted_calls(content))
+            quoted = list(quoted_calls(content))
         else:
             written, content = found, ""
             boundary.mended.append("reply written as calls")
     calls = [boundary.tool_call(call["name"], call["args"], call.get("id")) for call in message.tool_calls]
     calls += [boundary.invalid_call(call) for call in message.invalid_tool_calls]
     calls += [boundary.written_call(call) for call in written]
+    boundary.tell_quoted(quoted, calls)
     if not boundary.mended and not boundary.refusals:
         return NormalisedReply(message, notes=boundary.notes)
     return NormalisedReply(_with_calls(message, content, calls), boundary.refusals, boundary.mended, boundary.notes)
