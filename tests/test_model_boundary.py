@@ -10,7 +10,16 @@ from bench.model_text import SHAPES, measure, table
 from graph import build_graph
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS, MemoryKind
 from graph.thread import bounded_json
-from graph.thread.bounded_json import MAX_JSON_CHARS, MAX_JSON_DEPTH, NOT_JSON, TOO_DEEP, TOO_LONG, read_json, spans
+from graph.thread.bounded_json import (
+    MAX_JSON_CHARS,
+    MAX_JSON_DEPTH,
+    NOT_JSON,
+    TOO_DEEP,
+    TOO_LONG,
+    read_json,
+    spans,
+    value_depth,
+)
 from graph.thread.model_message import normalise_reply, update_type_for
 from graph.thread.text_calls import (
     NOT_A_CALL,
@@ -349,6 +358,27 @@ def test_a_reply_in_a_call_format_that_cannot_be_read_is_refused_once_with_its_p
 
     assert normalised.message.content == "" and normalised.message.tool_calls[0]["args"] == {}
     assert [refusal.note for refusal in normalised.refusals] == [REFUSED_MALFORMED_NOTE.format(problem=TOO_DEEP)]
+
+
+def test_call_arguments_are_read_within_the_depth_bound_at_the_edge():
+    def arguments(depth: int) -> dict:  # the arguments object is one level, then lists
+        return {"update_type": "todo", "x": json.loads("[" * (depth - 1) + "]" * (depth - 1))}
+
+    assert value_depth(arguments(MAX_JSON_DEPTH)) == MAX_JSON_DEPTH
+    reply = AIMessage(
+        content="",
+        tool_calls=[
+            {"name": "UpdateMemory", "args": arguments(MAX_JSON_DEPTH), "id": "edge"},
+            {"name": "UpdateMemory", "args": arguments(MAX_JSON_DEPTH + 1), "id": "past"},
+        ],
+    )
+
+    normalised = normalise_reply(reply, DEFAULT_MEMORY_KINDS, taken_ids=())
+
+    assert [call["args"] for call in normalised.message.tool_calls] == [arguments(MAX_JSON_DEPTH), {}]
+    assert [(r.answer.tool_call_id, r.note) for r in normalised.refusals] == [
+        ("past", REFUSED_MALFORMED_NOTE.format(problem=TOO_DEEP))
+    ]
 
 
 def test_call_arguments_past_the_bounds_are_refused_not_stored():
