@@ -7,6 +7,7 @@ Graph-level with the scripted model, on SQLite and PostgreSQL; `maistro chat` an
 
 import json
 import re
+from collections import OrderedDict
 
 import pytest
 from langchain_core.messages import HumanMessage, ToolMessage
@@ -18,6 +19,7 @@ from graph.memory.changes import list_history
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS, INSTRUCTIONS
 from graph.memory.own_words import PASTED_PARAGRAPH_TOKENS, split_message
 from graph.memory.store import namespace
+from graph.nodes import update
 from graph.nodes.update import MEMORY_UPDATE_EVENT
 from graph.server.memory_page import PageError, read_memories, save_document
 from graph.settings import Settings, SettingsError
@@ -174,6 +176,43 @@ def test_a_proposal_the_instructions_moved_past_is_not_saved_and_the_user_is_tol
         "Instructions not updated: your instructions changed after that proposal was made, so it no longer applies"
     ]
     assert thread[-1].text == "Your instructions changed since."
+
+
+def test_a_confirmation_replayed_by_another_process_saves_once(vendors, model, monkeypatch):
+    agent = vendors
+    code, _, _ = held_proposal(agent, model)
+    model.add("task_maistro", route("instructions", content="Saved."), say("Saved."))
+    streamed(agent, f"confirm {code}")
+    before_update = next(s for s in agent.get_state_history(config()) if s.next == ("update_instructions",))
+    monkeypatch.setattr(update, "_routed_here", OrderedDict())  # the process that routed the confirmation died
+
+    replayed = agent.invoke(None, {"configurable": {**before_update.config["configurable"], "user_id": "Lance"}})
+
+    (entry,) = instruction_entries(agent)
+    assert instructions_of(agent) == f"{VENDORS} {EVIL}" and entry["message"] == f"confirm {code}"
+    assert answer_of(replayed["messages"]).text.endswith(f"+ {EVIL}"), "answered from the committed change"
+
+
+def test_a_confirmation_another_writer_overtakes_writes_nothing_over_it(vendors, model, monkeypatch):
+    agent = vendors
+    code, _, _ = held_proposal(agent, model)
+    edits = iter([lambda: save_document(agent.store, "Lance", INSTRUCTIONS, INSTRUCTIONS.key, {"memory": "Be brief."})])
+    get = agent.store.get
+
+    def get_then_edit(*args, **kwargs):
+        item = get(*args, **kwargs)
+        next(edits, lambda: None)()  # another writer, between the confirmation's read and its commit
+        return item
+
+    monkeypatch.setattr(agent.store, "get", get_then_edit)
+    model.add("task_maistro", route("instructions", content="Saved."), say("Not saved."))
+
+    (event,), thread = streamed(agent, f"confirm {code}")
+
+    assert instructions_of(agent) == "Be brief." and [e["message"] for e in instruction_entries(agent)] == [
+        "Changed memory on the memory page"
+    ]
+    assert answer_of(thread).text == PROPOSAL_OUTDATED.format(memory="instructions") and event["failed"]
 
 
 QUOTED = {
