@@ -15,7 +15,7 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from graph.app.scripted_model import route, say
 from graph.app.session import ChatSession, Note
 from graph.memory.admin import EXPORT_FORMAT, InvalidExportError, import_memories
-from graph.memory.changes import list_history
+from graph.memory.changes import IrreversibleChangeError, list_history, undo_change
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS, INSTRUCTIONS
 from graph.memory.own_words import PASTED_PARAGRAPH_TOKENS, split_message
 from graph.memory.store import namespace
@@ -333,6 +333,17 @@ def test_the_page_and_an_import_refuse_a_text_over_the_cap_and_write_nothing(cap
     with pytest.raises(InvalidExportError, match='"instructions" item "user_instructions" is invalid: the text is 121'):
         import_memories(vendors.store, "Lance", export)
     assert instructions_of(vendors) == "y" * 120
+
+
+def test_an_undo_that_would_restore_a_text_over_the_cap_writes_nothing(vendors, monkeypatch):
+    save_document(vendors.store, "Lance", INSTRUCTIONS, INSTRUCTIONS.key, {"memory": "y" * 121})
+    save_document(vendors.store, "Lance", INSTRUCTIONS, INSTRUCTIONS.key, {"memory": "Be brief."})
+    monkeypatch.setenv("MAISTRO_MAX_INSTRUCTION_CHARS", "120")
+
+    with pytest.raises(IrreversibleChangeError, match="the text is 121 characters, over the 120"):
+        undo_change(vendors.store, "Lance")
+
+    assert instructions_of(vendors) == "Be brief." and len(instruction_entries(vendors)) == 2
 
 
 def test_a_long_text_stored_before_the_cap_enters_prompts_only_up_to_it(agent, model):

@@ -14,6 +14,7 @@ import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
+from langgraph_sdk.errors import APIStatusError
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from graph.memory.store import HISTORY, user_label
@@ -683,5 +684,9 @@ def test_every_instruction_change_shows_in_full_in_the_history_and_a_text_over_t
         "The instructions was not saved: the text is 4,001 characters, over the 4,000 the instructions may hold "
         "(MAISTRO_MAX_INSTRUCTION_CHARS)."
     )
+    with pytest.raises(APIStatusError) as through_the_store_api:
+        alice.store.put_item((INSTRUCTIONS, user_label(ALICE)), INSTRUCTIONS_KEY, {"memory": "x" * 4001})
+    assert through_the_store_api.value.response.status_code == 422
+    assert "the text is 4,001 characters, over the 4,000" in through_the_store_api.value.response.text
     assert (stored(alice, INSTRUCTIONS, ALICE, INSTRUCTIONS_KEY), stored_history(alice, ALICE)) == before
     assert before[0] == {"memory": rewritten}
