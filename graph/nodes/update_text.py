@@ -112,11 +112,11 @@ def confirmed_proposal(request: UpdateRequest) -> Mapping[str, Any] | None:
     latest = max((i for i, message in enumerate(messages) if isinstance(message, HumanMessage)), default=None)
     if latest is None:
         return None
-    own = split_message(messages[latest].text).own
+    sent = set(re.findall(rf"\b[0-9a-f]{{{CODE_DIGITS}}}\b", split_message(messages[latest].text).own.casefold()))
     for message in reversed(messages[:latest]):
         artifact = message.artifact if isinstance(message, ToolMessage) else None
         proposal = artifact.get("proposal") if isinstance(artifact, dict) and artifact.get("kind") == request.kind.name else None
-        if isinstance(proposal, dict) and re.search(rf"\b{re.escape(str(proposal.get('code')))}\b", own, re.IGNORECASE):
+        if isinstance(proposal, dict) and proposal.get("code") in sent:
             return proposal
     return None
 
