@@ -80,9 +80,10 @@ class MemoryKind:
     "user_<name>"); `text` makes it free text, rewritten with one model call instead of trustcall (its schema
     needs a `memory: str` field). A free text is standing guidance that enters every prompt, so it holds at most
     `max_chars` characters, and the agent changes it only from the user's own words: a change that repeats words
-    of something the user pasted or quoted is held until they confirm it (`graph.nodes.update_text`); `guidance` marks a text kind as guidance for the assistant's replies (a tone, house rules):
-    the chat prompt shows it as something to follow rather than as facts about the user (the tutorial's
-    instructions guide the ToDo updates, whose prompt carries them, and are shown as they always were).
+    of something the user pasted or quoted is held until they confirm it (`graph.nodes.update_text`).
+    `guidance` marks a text kind as guidance for the assistant's replies (a tone, house rules): the chat prompt
+    shows it as something to follow rather than as facts about the user (the tutorial's instructions guide the
+    ToDo updates, whose prompt carries them, and are shown as they always were).
 
     `instruction` is the extraction prompt (default: trustcall's generic one, or a rewrite of the text for a
     text kind; `{language_rule}`, `{now}` and, for text, `{current}` are filled in); `inserts`, `patches` and
