@@ -27,6 +27,10 @@ DEFAULT_HISTORY_KEEP = 100_000
 # Threads the API servers run the graph's sync nodes on (graph/server/executor.py): enough for many runs waiting on a slow model.
 DEFAULT_NODE_THREADS = 64
 MAX_NODE_THREADS = 1024
+# The most characters a free-text memory (the instructions) holds by default: it enters every prompt.
+DEFAULT_MAX_INSTRUCTION_CHARS = 4000
+# Its highest setting: 20,000 Chinese characters are 60 kB of JSON, under the store's 64 KiB per document.
+MAX_INSTRUCTION_CHARS = 20_000
 
 
 class SettingsError(ValueError):
@@ -181,6 +185,11 @@ class Settings(BaseModel):
     trusted_proxies: Annotated[tuple[str, ...], BeforeValidator(_networks)] = Field((), alias="MAISTRO_TRUSTED_PROXIES")
     max_failed_logins: int = Field(20, ge=1, alias="MAISTRO_MAX_FAILED_LOGINS")
     max_model_calls: int = Field(40, ge=1, le=1000, alias="MAISTRO_MAX_MODEL_CALLS")
+    # The most characters the text of a free-text memory (the instructions, or a text kind added) may hold
+    # (graph.memory.kinds.MemoryKind.max_chars).
+    max_instruction_chars: int = Field(
+        DEFAULT_MAX_INSTRUCTION_CHARS, ge=1, le=MAX_INSTRUCTION_CHARS, alias="MAISTRO_MAX_INSTRUCTION_CHARS"
+    )
     reply_timing: Literal[REPLY_TIMINGS] = Field("first", alias="MAISTRO_REPLY_TIMING")  # type: ignore[valid-type]
     memory_kinds_spec: Annotated[str, AfterValidator(_memory_kinds)] = Field("", alias="MAISTRO_MEMORY_KINDS")
     # Threads the API server runs the graph's sync nodes on, each holding one while it waits for the model

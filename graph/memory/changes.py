@@ -126,7 +126,8 @@ def document_problem(kind: MemoryKind, key: str, document: Any) -> str | None:
     """Why `document` may not be stored as the user's `kind` memory under `key`, in a few words; None if it may.
 
     It must match the kind's stored schema exactly (`MemoryKind.stored_schema`: no unknown fields, no
-    coerced types), sit under the fixed key of a one-document memory, and hold no NUL or lone surrogate.
+    coerced types), sit under the fixed key of a one-document memory, hold no NUL or lone surrogate, and a free
+    text must fit the kind's `max_chars`.
     """
     if not kind.collection and key != kind.key:
         return f'the {kind.label} is kept under the key "{kind.key}" only'
@@ -140,7 +141,7 @@ def document_problem(kind: MemoryKind, key: str, document: Any) -> str | None:
         kind.stored_schema.model_validate_json(text)
     except ValidationError as error:
         return validation_problem(error)
-    return None
+    return kind.text_problem(document["memory"]) if kind.text else None
 
 
 def ttl_for(kind: MemoryKind, value: dict | None, days: float | None = None) -> float | None:

@@ -78,9 +78,12 @@ class MemoryKind:
     of its documents in sentences for the user (default: the schema's title in words, "Contact" → "contact";
     `title` names the whole memory: "contact list"); `key` is where a single document is kept (default
     "user_<name>"); `text` makes it free text, rewritten with one model call instead of trustcall (its schema
-    needs a `memory: str` field); `guidance` marks a text kind as guidance for the assistant's replies (a tone, house rules):
-    the chat prompt shows it as something to follow rather than as facts about the user (the tutorial's
-    instructions guide the ToDo updates, whose prompt carries them, and are shown as they always were).
+    needs a `memory: str` field). A free text is standing guidance that enters every prompt, so it holds at most
+    `max_chars` characters, and the agent changes it only from the user's own words: a change that repeats words
+    of something the user pasted or quoted is held until they confirm it (`graph.nodes.update_text`).
+    `guidance` marks a text kind as guidance for the assistant's replies (a tone, house rules): the chat prompt
+    shows it as something to follow rather than as facts about the user (the tutorial's instructions guide the
+    ToDo updates, whose prompt carries them, and are shown as they always were).
 
     `instruction` is the extraction prompt (default: trustcall's generic one, or a rewrite of the text for a
     text kind; `{language_rule}`, `{now}` and, for text, `{current}` are filled in); `inserts`, `patches` and
@@ -206,6 +209,29 @@ class MemoryKind:
         """Whether a document of this collection is open (its status is one of `open_statuses`); without a status
         field, every document is."""
         return not self.status_field or document.get(self.status_field) in self.open_statuses
+
+    @property
+    def max_chars(self) -> int | None:
+        """The most characters a free-text kind's text may hold (MAISTRO_MAX_INSTRUCTION_CHARS); None for any other
+        kind."""
+        return current_settings().max_instruction_chars if self.text else None
+
+    def text_problem(self, text: str) -> str | None:
+        """Why `text` may not be this free-text kind's text, in a few words (it is longer than `max_chars`); None if
+        it may, or the kind is not free text."""
+        limit = self.max_chars
+        if limit is None or len(text) <= limit:
+            return None
+        return (
+            f"the text is {len(text):,} characters, over the {limit:,} the {self.title} may hold "
+            "(MAISTRO_MAX_INSTRUCTION_CHARS)"
+        )
+
+    def prompt_text(self, text: str) -> str:
+        """A free-text kind's text as prompts carry it: cut to `max_chars` (a text saved before the limit was set, or
+        under a higher one, may be longer)."""
+        limit = self.max_chars
+        return text if limit is None else text[:limit]
 
     @property
     def title(self) -> str:
