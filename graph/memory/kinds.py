@@ -24,6 +24,7 @@ from typing import Any
 from langgraph.constants import END, START
 from pydantic import BaseModel, ConfigDict
 
+from graph.memory.store import HISTORY, INTERNAL_NAMESPACES
 from graph.settings import SettingsError, current_settings
 from prompts import (
     CREATE_INSTRUCTIONS,
@@ -37,7 +38,7 @@ from prompts import (
 from schemas import Instructions, Profile, ToDo
 
 # Namespaces the memory code keeps for itself: no kind may take them.
-RESERVED_NAMES = ("history",)
+RESERVED_NAMES = (HISTORY, *INTERNAL_NAMESPACES)
 # Names the graph uses itself, which no update node may take: the chat node, LangGraph's start and end, and the
 # state's keys (graph/state.py).
 GRAPH_NAMES = ("task_maistro", START, END, "messages", "summary", "remaining_steps", "resumed_calls")
