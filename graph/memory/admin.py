@@ -14,7 +14,15 @@ from graph.memory.change_log import change_log
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, document_problem, validation_problem
 from graph.memory.kinds import MemoryKind, UnknownKindError, configured_kinds, kind_named, undeclared_kind
 from graph.memory.redaction import redact, redact_text
-from graph.memory.store import HISTORY, PAGE_SIZE, UNSTORABLE_CHARACTERS, namespace, search_all, user_label
+from graph.memory.store import (
+    HISTORY,
+    INTERNAL_NAMESPACES,
+    PAGE_SIZE,
+    UNSTORABLE_CHARACTERS,
+    namespace,
+    search_all,
+    user_label,
+)
 from schemas import HistoryEntry
 
 EXPORT_FORMAT = "task-maistro memories v1"
@@ -38,11 +46,12 @@ def export_memories(store: BaseStore, user_id: str, kinds: Sequence[MemoryKind] 
     """Every stored document of the user and their change history: for each section, store key → value, keys
     sorted. A section for each of `kinds` (default: MAISTRO_MEMORY_KINDS, else the default kinds), then one for
     each memory namespace `(name, user)` of a kind not declared, as it is stored (`undeclared_sections` names
-    them), then the history."""
+    them), then the history. The agent's own bookkeeping (`INTERNAL_NAMESPACES`) is not the user's memory, and is
+    left out."""
     kinds = kinds or configured_kinds()
     stored: dict[str, dict[str, Any]] = {}
     for item in user_items(store, user_id):
-        if len(item.namespace) == 2:
+        if len(item.namespace) == 2 and item.namespace[0] not in INTERNAL_NAMESPACES:
             stored.setdefault(item.namespace[0], {})[item.key] = item.value
     names = [*(kind.name for kind in kinds), *sorted(set(stored) - {*sections(kinds)}), HISTORY]
     exported: dict[str, Any] = {"format": EXPORT_FORMAT}
@@ -94,6 +103,8 @@ def _history_problem(key: str, value: Any, now: datetime, kinds: Sequence[Memory
 
 def _placement_problem(name: str) -> str | None:
     """Why documents of the undeclared kind `name` cannot be stored for a user; None when they can."""
+    if name in INTERNAL_NAMESPACES:
+        return f"{name!r} holds the agent's own bookkeeping, which no import writes"
     try:
         undeclared_kind(name)
     except ValueError:
@@ -155,7 +166,8 @@ def import_memories(
     The export may hold a section for each of `kinds` (default: MAISTRO_MEMORY_KINDS, else the default kinds),
     and sections of kinds not declared (an export made with another setting): those are written as they are,
     each document a JSON object, under the section's name (refused only when no memory can have that name).
-    Every item is
+    The agent's own bookkeeping (`INTERNAL_NAMESPACES`) is neither a section nor a kind a history entry may
+    name. Every item is
     checked first: memories against their stored schemas (`MemoryKind.stored_schema`), history
     entries against `HistoryEntry` and their documents against their memory's schema, not dated in the future;
     keys are non-empty, at most `MAX_KEY_LENGTH` characters, without control characters. The first problem
