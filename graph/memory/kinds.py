@@ -24,7 +24,6 @@ from typing import Any
 from langgraph.constants import END, START
 from pydantic import BaseModel, ConfigDict
 
-from graph.memory.store import HISTORY, INTERNAL_NAMESPACES
 from graph.settings import SettingsError, current_settings
 from prompts import (
     CREATE_INSTRUCTIONS,
@@ -37,8 +36,9 @@ from prompts import (
 )
 from schemas import Instructions, Profile, ToDo
 
-# Namespaces the memory code keeps for itself: no kind may take them.
-RESERVED_NAMES = (HISTORY, *INTERNAL_NAMESPACES)
+# Namespaces the memory code keeps for itself: no kind may take them (graph.memory.store's HISTORY and
+# INTERNAL_NAMESPACES, named here too because that module may not import this one back).
+RESERVED_NAMES = ("history", "unindexed")
 # Names the graph uses itself, which no update node may take: the chat node, LangGraph's start and end, and the
 # state's keys (graph/state.py).
 GRAPH_NAMES = ("task_maistro", START, END, "messages", "summary", "remaining_steps", "resumed_calls")
