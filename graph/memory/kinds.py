@@ -36,8 +36,9 @@ from prompts import (
 )
 from schemas import Instructions, Profile, ToDo
 
-# Namespaces the memory code keeps for itself: no kind may take them.
-RESERVED_NAMES = ("history",)
+# Namespaces the memory code keeps for itself: no kind may take them (graph.memory.store's HISTORY and
+# INTERNAL_NAMESPACES, named here too because that module may not import this one back).
+RESERVED_NAMES = ("history", "unindexed")
 # Names the graph uses itself, which no update node may take: the chat node, LangGraph's start and end, and the
 # state's keys (graph/state.py).
 GRAPH_NAMES = ("task_maistro", START, END, "messages", "summary", "remaining_steps", "resumed_calls")
