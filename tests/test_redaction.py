@@ -117,3 +117,26 @@ def test_the_history_keeps_only_the_prompt_sized_part_of_a_5_mb_message(agent, m
     assert huge.startswith(entry["message"]) and count_text_tokens(entry["message"]) <= MAX_MESSAGE_TOKENS
     assert len(entry["message"]) > 30_000, "the prompt-sized start is kept"
     assert list(todos(agent)) == ["Plan the week"]
+
+
+def test_invisible_and_look_alike_characters_are_read_through_and_the_secret_is_redacted_where_written():
+    assert redact_text("pass\u200bword: hun\u200bter2 tomorrow") == (f"pass\u200bword: {REDACTED} tomorrow", {"password"})
+    assert redact_text("p\u0430ssw\u043erd is Tr0ub4dor&3") == (f"p\u0430ssw\u043erd is {REDACTED}", {"password"})
+    assert redact_text("ｗｉｆｉ ｐａｓｓｗｏｒｄ：ｈｕｎｔｅｒ２ｘ，别忘了") == (f"ｗｉｆｉ ｐａｓｓｗｏｒｄ：{REDACTED}，别忘了", {"password"})
+    assert redact_text("ﾊﾟｽﾜｰﾄﾞはabc12345です") == (f"ﾊﾟｽﾜｰﾄﾞは{REDACTED}です", {"password"})
+    assert redact_text("Card: ٤١١١١١١١١١١١١١١١ (Arabic-Indic digits)") == (f"Card: {REDACTED} (Arabic-Indic digits)", {"card number"})
+
+
+def test_folding_leaves_text_without_secrets_as_written():
+    for text in ("Купить молоко и хлеб в 10:30", "Αγορά ψωμιού", "Café with Zoë\u0301", "第〇一二三章", "Ｔｏｄｏ： ｂｕｙ ｍｉｌｋ",
+                 "Emoji 👨\u200d👩\u200d👧 family photo", "\u202eright to left\u202c"):
+        assert redact_text(text) == (text, set()), text
+
+
+def test_a_limit_and_the_context_count_characters_as_written_when_the_text_is_folded():
+    text = "ｎｏｔｅ " * 30 + "pass\u200bword: hunter2x and more"
+
+    kept, found = redact_text(text, limit=len("ｎｏｔｅ " * 30) + 12)
+
+    assert kept == "ｎｏｔｅ " * 30 + f"pass\u200bword: {REDACTED}" and found == {"password"}
+    assert redact_text("ｈｕｎｔｅｒ２ｘ、覚えておいて", context="wifiのパスワードは") == (f"{REDACTED}、覚えておいて", {"password"})
