@@ -31,7 +31,7 @@ _KEY_FORMATS = re.compile(
     r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"
     r")"
 )
-_TOKEN_CHARACTER = re.compile(r"[A-Za-z0-9_-]")
+_TOKEN = re.compile(r"[A-Za-z0-9_-]+")
 # Every key detect-secrets' patterns find is a run of 20 such characters, or a Slack token ("xoxb-…").
 _LONG_TOKEN = re.compile(r"[A-Za-z0-9_\-.:/+=]{20}|xox", re.I)
 _AWS_SECRET = re.compile(r"(?<![^\s\"'`=:(\[<])[A-Za-z0-9/+]{40}(?![^\s\"'`,;.)\]>])")
@@ -50,7 +50,9 @@ _QUERY_SECRET = re.compile(
 def _library_patterns() -> tuple[tuple[re.Pattern, object], ...]:
     """detect-secrets' key patterns that match a key by its own shape, each with the check its plugin makes
     (JWTs must decode), or None. Its patterns that need a variable name around the key (the keyword, IBM,
-    Cloudant, SoftLayer and AWS secret ones), or match ordinary text (public IPs, Artifactory), are not used."""
+    Cloudant, SoftLayer and AWS secret ones), or match ordinary text (public IPs, Artifactory), are not used.
+    Each is tried only where a token starts, so that a long run of token characters is read once, not once per
+    character (`eyJeyJeyJ…`)."""
     from detect_secrets.plugins.aws import AWSKeyDetector
     from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
     from detect_secrets.plugins.discord import DiscordBotTokenDetector
@@ -72,28 +74,22 @@ def _library_patterns() -> tuple[tuple[re.Pattern, object], ...]:
         OpenAIDetector, PypiTokenDetector, SendGridDetector, SquareOAuthDetector, StripeDetector,
         TelegramBotTokenDetector, TwilioKeyDetector,
     )
-    patterns: list[tuple[re.Pattern, object]] = [(AWSKeyDetector.denylist[0], None), (SlackDetector.denylist[0], None)]
+    patterns = [(AWSKeyDetector.denylist[0], None), (SlackDetector.denylist[0], None)]
     patterns += [(pattern, None) for plugin in plugins for pattern in plugin.denylist]
     patterns += [(pattern, JwtTokenDetector.is_formally_valid) for pattern in JwtTokenDetector.denylist]
-    return tuple(patterns)
-
-
-def _whole_token(text: str, start: int, end: int) -> tuple[int, int]:
-    """The span widened to the whole token it lies in (a pattern may match only a key's first characters)."""
-    while start > 0 and _TOKEN_CHARACTER.match(text, start - 1):
-        start -= 1
-    while end < len(text) and _TOKEN_CHARACTER.match(text, end):
-        end += 1
-    return start, end
+    return tuple((re.compile(rf"(?<![A-Za-z0-9_-])(?:{pattern.pattern})", pattern.flags), check) for pattern, check in patterns)
 
 
 def _library_keys(text: str) -> Iterator[Span]:
+    """The keys detect-secrets' patterns find, each widened to the whole token it starts (a pattern may match only
+    a key's first characters)."""
     if not _LONG_TOKEN.search(text):
         return
     for pattern, check in _library_patterns():
         for match in pattern.finditer(text):
             if check is None or check(match.group()):
-                yield (*_whole_token(text, match.start(), match.end()), API_KEY)
+                token = _TOKEN.match(text, match.start())
+                yield match.start(), max(match.end(), token.end() if token else 0), API_KEY
 
 
 def format_rules(text: str) -> Iterator[Iterable[Span]]:

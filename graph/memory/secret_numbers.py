@@ -13,10 +13,11 @@ issuers define them (python-stdnum: the Luhn check, IBAN's country formats and m
   digits or spaced, only after an SSN word (SSN, social security number).
 """
 
+import functools
 import re
 from collections.abc import Iterator
 
-from stdnum import iban, luhn
+from stdnum import iban, luhn, numdb
 from stdnum.us import ssn
 
 from graph.memory.secret_kinds import BANK_ACCOUNT, CARD_NUMBER, NATIONAL_ID, Span
@@ -127,20 +128,28 @@ def card_spans(text: str) -> Iterator[Span]:
                 yield run.start(), end, CARD_NUMBER
 
 
+@functools.cache
+def _iban_length(country: str) -> int | None:
+    """How many characters an IBAN of `country` has (python-stdnum's registry), or None for no IBAN country."""
+    (_, properties), *_ = numdb.get("iban").info(country)
+    return 4 + sum(map(int, re.findall(r"\d+", properties["bban"]))) if "bban" in properties else None
+
+
 def iban_spans(text: str) -> Iterator[Span]:
-    """IBANs: the longest valid one from each start of two letters and two digits."""
+    """IBANs: from each start of two letters and two digits, as many characters as the country's IBANs have, if
+    they end there and are valid."""
     for start in _IBAN_START.finditer(text):
-        body = _IBAN_BODY.match(text, start.end())
+        length = _iban_length(start.group()[:2].upper())
+        body = _IBAN_BODY.match(text, start.end()) if length else None
         if not body:
             continue
-        ends = [match.end() for match in re.finditer(r"[A-Za-z0-9]+", body.group())]
-        for end in reversed(ends):
+        for end in (match.end() for match in re.finditer(r"[A-Za-z0-9]+", body.group())):
             candidate = text[start.start() : body.start() + end]
-            if 15 <= len(re.sub(r"[ -]", "", candidate)) <= 34 and iban.is_valid(candidate):
-                following = text[body.start() + end : body.start() + end + 1]
-                if not following.isalnum():
+            characters = len(re.sub(r"[ -]", "", candidate))
+            if characters >= length:
+                if characters == length and iban.is_valid(candidate):
                     yield start.start(), body.start() + end, BANK_ACCOUNT
-                    break
+                break
 
 
 def ssn_spans(text: str) -> Iterator[Span]:
