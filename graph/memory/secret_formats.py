@@ -47,12 +47,12 @@ _QUERY_SECRET = re.compile(
 
 
 @functools.cache
-def _library_patterns() -> tuple[tuple[re.Pattern, object], ...]:
-    """detect-secrets' key patterns that match a key by its own shape, each with the check its plugin makes
-    (JWTs must decode), or None. Its patterns that need a variable name around the key (the keyword, IBM,
-    Cloudant, SoftLayer and AWS secret ones), or match ordinary text (public IPs, Artifactory), are not used.
-    Each is tried only where a token starts, so that a long run of token characters is read once, not once per
-    character (`eyJeyJeyJ…`)."""
+def _library_keys_pattern() -> re.Pattern:
+    """detect-secrets' key patterns that match a key by its own shape, as one pattern tried only where a token
+    starts (so a long run of token characters is read once, not once per character: `eyJeyJeyJ…`); JWTs match
+    as the group `jwt`, to be checked the way its plugin checks them. Its patterns that need a variable name
+    around the key (the keyword, IBM, Cloudant, SoftLayer and AWS secret ones), or match ordinary text (public
+    IPs, Artifactory), are not used."""
     from detect_secrets.plugins.aws import AWSKeyDetector
     from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
     from detect_secrets.plugins.discord import DiscordBotTokenDetector
@@ -74,22 +74,23 @@ def _library_patterns() -> tuple[tuple[re.Pattern, object], ...]:
         OpenAIDetector, PypiTokenDetector, SendGridDetector, SquareOAuthDetector, StripeDetector,
         TelegramBotTokenDetector, TwilioKeyDetector,
     )
-    patterns = [(AWSKeyDetector.denylist[0], None), (SlackDetector.denylist[0], None)]
-    patterns += [(pattern, None) for plugin in plugins for pattern in plugin.denylist]
-    patterns += [(pattern, JwtTokenDetector.is_formally_valid) for pattern in JwtTokenDetector.denylist]
-    return tuple((re.compile(rf"(?<![A-Za-z0-9_-])(?:{pattern.pattern})", pattern.flags), check) for pattern, check in patterns)
+    patterns = [AWSKeyDetector.denylist[0], SlackDetector.denylist[0], *(p for plugin in plugins for p in plugin.denylist)]
+    keys = "|".join(f"(?{'i' if p.flags & re.IGNORECASE else ''}:{p.pattern})" for p in patterns)
+    jwts = "|".join(f"(?:{p.pattern})" for p in JwtTokenDetector.denylist)
+    return re.compile(rf"(?<![A-Za-z0-9_-])(?:(?P<jwt>{jwts})|{keys})")
 
 
 def _library_keys(text: str) -> Iterator[Span]:
     """The keys detect-secrets' patterns find, each widened to the whole token it starts (a pattern may match only
     a key's first characters)."""
+    from detect_secrets.plugins.jwt import JwtTokenDetector
+
     if not _LONG_TOKEN.search(text):
         return
-    for pattern, check in _library_patterns():
-        for match in pattern.finditer(text):
-            if check is None or check(match.group()):
-                token = _TOKEN.match(text, match.start())
-                yield match.start(), max(match.end(), token.end() if token else 0), API_KEY
+    for match in _library_keys_pattern().finditer(text):
+        if match.group("jwt") is None or JwtTokenDetector.is_formally_valid(match.group()):
+            token = _TOKEN.match(text, match.start())
+            yield match.start(), max(match.end(), token.end() if token else 0), API_KEY
 
 
 def format_rules(text: str) -> Iterator[Iterable[Span]]:

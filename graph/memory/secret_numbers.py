@@ -17,10 +17,9 @@ import functools
 import re
 from collections.abc import Iterator
 
-from stdnum import iban, luhn, numdb
-from stdnum.us import ssn
-
 from graph.memory.secret_kinds import BANK_ACCOUNT, CARD_NUMBER, NATIONAL_ID, Span
+
+# python-stdnum is imported where it is used: the commands that only read memories never load it.
 
 # Cards: a run of digit groups that touches no letter, digit or hyphen (an id), and the words around it.
 _DIGIT_RUN = re.compile(r"(?<![A-Za-z0-9_+-])(?>\d+(?:[ ./-]\d+)*)(?![A-Za-z0-9_]|-[A-Za-z0-9])")
@@ -82,6 +81,8 @@ def _issued(digits: str) -> bool:
 
 def _labelled_cards(run: re.Match, groups: list[str]) -> Iterator[Span]:
     """In a run of digit groups with a card word near, the longest Luhn-valid 13–19 digits from each group on."""
+    from stdnum import luhn
+
     offsets = [match.start() for match in re.finditer(r"\d+", run.group())]
     first = 0
     while first < len(groups):
@@ -115,6 +116,8 @@ def _card_shaped(run: re.Match, groups: list[str]) -> int | None:
 
 def card_spans(text: str) -> Iterator[Span]:
     """Card numbers (see the module's docstring)."""
+    from stdnum import luhn
+
     for run in _DIGIT_RUN.finditer(text):
         groups = _SEPARATOR.split(run.group())
         if sum(map(len, groups)) < 13:
@@ -131,6 +134,8 @@ def card_spans(text: str) -> Iterator[Span]:
 @functools.cache
 def _iban_length(country: str) -> int | None:
     """How many characters an IBAN of `country` has (python-stdnum's registry), or None for no IBAN country."""
+    from stdnum import numdb
+
     (_, properties), *_ = numdb.get("iban").info(country)
     return 4 + sum(map(int, re.findall(r"\d+", properties["bban"]))) if "bban" in properties else None
 
@@ -138,6 +143,8 @@ def _iban_length(country: str) -> int | None:
 def iban_spans(text: str) -> Iterator[Span]:
     """IBANs: from each start of two letters and two digits, as many characters as the country's IBANs have, if
     they end there and are valid."""
+    from stdnum import iban
+
     for start in _IBAN_START.finditer(text):
         length = _iban_length(start.group()[:2].upper())
         body = _IBAN_BODY.match(text, start.end()) if length else None
@@ -154,6 +161,8 @@ def iban_spans(text: str) -> Iterator[Span]:
 
 def ssn_spans(text: str) -> Iterator[Span]:
     """US social security numbers (see the module's docstring)."""
+    from stdnum.us import ssn
+
     for match in _SSN.finditer(text):
         number = re.sub(r"[ -]", "", match.group())
         if not ssn.is_valid(number):
