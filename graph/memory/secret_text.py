@@ -5,8 +5,8 @@ Before any rule runs, the text is folded: each character (with the combining mar
 show nothing dropped (zero-width spaces and joiners, soft hyphens, variation selectors: Unicode's format
 characters and default-ignorable code points), decimal digits of any script as ASCII digits, and letters that
 look like a Latin letter or digit — Cyrillic "а" in "pаssword", Greek "Ι" in "PΙN" — as that letter, after
-Unicode's confusables data (`confusable_homoglyphs`). Chinese, Japanese and Korean characters are left as they
-are (the filter has phrases of its own for them). `MatchText` keeps, for every folded character, where it came
+Unicode's confusables data (`confusable_homoglyphs`). Chinese, Japanese and Korean characters are never read
+as look-alikes (a "〇" is a numeral; the filter has phrases of its own for these scripts). `MatchText` keeps, for every folded character, where it came
 from, so that a secret is redacted where the user wrote it, invisible characters and all.
 """
 
