@@ -13,6 +13,8 @@ names.
 
 import functools
 import importlib
+import importlib.machinery
+import importlib.util
 import os
 import re
 import sys
@@ -320,25 +322,34 @@ def check_kinds(kinds: Sequence[MemoryKind]) -> tuple[MemoryKind, ...]:
     return tuple(kinds)
 
 
-def _import_from_working_directory(module_name: str) -> Any:
-    """Import a module as `langgraph dev` started in the working directory would: that directory first on the
-    import path, for this import only (the console script does not put it there)."""
-    here = os.getcwd()
-    added = here not in sys.path and "" not in sys.path
-    if added:
-        sys.path.insert(0, here)
-    try:
+def _import_kinds_module(module_name: str) -> Any:
+    """Import `module_name` from the import path; only when no module of that name is there, its top-level
+    package or module from the working directory (as `langgraph dev` started there finds it).
+
+    The working directory never goes onto the import path: a file there cannot shadow an installed or standard
+    library module, neither the one named nor any the named module imports.
+    """
+    top = module_name.partition(".")[0]
+    if top in sys.modules or importlib.util.find_spec(top) is not None:
         return importlib.import_module(module_name)
-    finally:
-        if added:
-            sys.path.remove(here)
+    spec = importlib.machinery.PathFinder.find_spec(top, [os.getcwd()])
+    if spec is None or spec.loader is None:
+        raise ModuleNotFoundError(f"No module named {top!r} on the import path or in the working directory")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[top] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[top]
+        raise
+    return importlib.import_module(module_name)
 
 
 @functools.lru_cache(maxsize=8)
 def load_memory_kinds(spec: str) -> tuple[MemoryKind, ...]:
     """The memory kinds a MAISTRO_MEMORY_KINDS value (`package.module:NAME`) names; `DEFAULT_MEMORY_KINDS` for "".
 
-    The module is imported from the import path, else from the working directory. Raises `SettingsError`, one
+    The module is imported from the import path, else (that name only) from the working directory. Raises `SettingsError`, one
     sentence naming the variable, when the list cannot be used (the module does not import, has no such name,
     or the object is not a list of `MemoryKind` with distinct names).
     """
@@ -347,7 +358,7 @@ def load_memory_kinds(spec: str) -> tuple[MemoryKind, ...]:
     module_name, _, attribute = spec.partition(":")
     try:
         try:
-            module = _import_from_working_directory(module_name)
+            module = _import_kinds_module(module_name)
         except Exception as error:  # any failure of the user's module to import is reported, not raised
             raise ValueError(f"the module {module_name} cannot be imported ({type(error).__name__}: {error})") from None
         if not hasattr(module, attribute):
