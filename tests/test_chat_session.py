@@ -37,7 +37,14 @@ def change(action: str, before: dict | None, after: dict | None, key: str = "k1"
             {"kind": "profile", "changes": [change("created", None, {"name": "Lance", "job": None, "interests": []})]},
             ["Profile updated (name)"],
         ),
-        ({"kind": "instructions", "changes": [change("created", None, {"memory": "Be brief."})]}, ["Instructions updated"]),
+        (
+            {"kind": "instructions", "changes": [change("created", None, {"memory": "Be brief."})]},
+            ["Instructions updated:\n  + Be brief."],
+        ),
+        (
+            {"kind": "instructions", "changes": [change("updated", {"memory": "Be brief. Use 中文。"}, {"memory": "Be brief. Name local vendors."})]},
+            ["Instructions updated:\n  - Use 中文。\n  + Name local vendors."],
+        ),
         ({"kind": "profile", "changes": []}, []),
         (None, []),
     ],
