@@ -218,7 +218,10 @@ REFUSED_UNKNOWN_TOOL_NOTE = "Not saved: the model called a tool that does not ex
 
 REFUSED_UPDATE_TYPE_NOTE = "Not saved: the model asked to update a memory that does not exist here ({value!r})"
 
-REFUSED_MALFORMED_NOTE = "Not saved: the model's memory update could not be read (its arguments were not valid JSON)"
+REFUSED_MALFORMED_NOTE = "Not saved: the model's memory update could not be read ({problem})"
+
+# A reply that quotes a call (in prose, a fence, inline code) is text: the quoted call is not run, and the user is told.
+QUOTED_CALL_NOTE = "Not saved: the reply quotes an update of your {memory} as text, and a quoted call is never run"
 
 EMPTY_REPLY_FALLBACK = "Sorry, I have no answer to that. Could you say it another way?"
 

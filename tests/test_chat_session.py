@@ -133,6 +133,21 @@ def test_tokens_stream_from_an_openai_compatible_endpoint(monkeypatch, tmp_path)
     assert len(tokens) > 5 and "".join(tokens) == "I added the dentist appointment to your ToDo list."
 
 
+def test_a_reply_held_back_while_it_may_be_a_call_is_shown_once(monkeypatch, tmp_path):
+    """A reply given beside its calls that starts like a call written as text is held back until it is stored;
+    the chat node stores it again after the calls' answers (reply last), and it is still shown once."""
+    reply = '{"task": "Book a dentist"} is going on your ToDo list.'
+    script = Script()
+    script.add("chat", update("todo", content=reply))
+    script.add("todo", tool_calls_reply(("ToDo", {"task": "Book a dentist", "solutions": ["Call Dr. Lee"]})))
+    with OpenAIStub(script) as stub:
+        monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
+        events = list(ChatSession(build_graph(tmp_path), "Lance").send("I need to book a dentist."))
+
+    assert [event.text for event in events if isinstance(event, Token)] == [reply]
+    assert Note("ToDo added: Book a dentist") in events
+
+
 def test_a_stopped_turn_reports_the_message_and_the_memory_changes_it_saved(agent, model):
     def endpoint_down(_messages, _tools):
         raise ConnectionError("endpoint down")

@@ -207,10 +207,12 @@ def answer_update_calls(
     }
 
 
-def send_outcome(kind: str | None, tool_call_id: str, notes: list[str], *, failed: bool, **details: Any) -> None:
+def send_outcome(
+    kind: str | None, tool_call_id: str | None, notes: list[str], *, failed: bool, **details: Any
+) -> None:
     """Send a call's outcome to runs streamed with `stream_mode="custom"`: `{MEMORY_UPDATE_EVENT: {"kind",
-    "tool_call_id", "notes", "failed"}}` (`kind` is None for a call that named no memory kind), with the `details`
-    of a free-text kind's change (`text_change`)."""
+    "tool_call_id", "notes", "failed"}}` (`kind` is None for a call that named no memory kind; `tool_call_id` is
+    None for the calls a reply only quoted), with the `details` of a free-text kind's change (`text_change`)."""
     event = {"kind": kind, "tool_call_id": tool_call_id, "notes": notes, "failed": failed, **details}
     get_stream_writer()({MEMORY_UPDATE_EVENT: event})
 
