@@ -279,16 +279,15 @@ def import_(
 ) -> None:
     """Import memories exported by `maistro export` into a user (items with the same keys are replaced)."""
     from graph.memory.admin import InvalidExportError, import_memories, undeclared_sections
+    from graph.memory.export_file import read_export
     from graph.memory.kinds import configured_kinds
 
     user_id = _user(user)
     try:
-        data = json.loads(file.read_text(encoding="utf-8-sig"))
+        data = read_export(file)
         with _store(data_dir, index=True) as store:
             counts = import_memories(store, user_id, data)
-    except UnicodeDecodeError as error:
-        _fail(f"Cannot import {file}: it is not UTF-8 text (bad byte at offset {error.start}); save it as UTF-8.")
-    except (json.JSONDecodeError, InvalidExportError) as error:
+    except InvalidExportError as error:
         _fail(f"Cannot import {file}: {error}.")
     summary = ", ".join(f"{count} {kind}" for kind, count in counts.items())
     typer.echo(f"Imported into {user_id}: {summary}.")

@@ -13,9 +13,18 @@ from pydantic import ValidationError
 
 from graph.memory.change_log import change_log
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, document_problem, validation_problem
+from graph.memory.export_file import InvalidExportError, shape_problem, shown
 from graph.memory.kinds import MemoryKind, UnknownKindError, configured_kinds, kind_named, undeclared_kind
 from graph.memory.redaction import redact, redact_text
-from graph.memory.store import HISTORY, PAGE_SIZE, UNSTORABLE_CHARACTERS, namespace, search_all, user_label
+from graph.memory.store import (
+    HISTORY,
+    INTERNAL_NAMESPACES,
+    PAGE_SIZE,
+    UNSTORABLE_CHARACTERS,
+    namespace,
+    search_all,
+    user_label,
+)
 from schemas import HistoryEntry
 
 EXPORT_FORMAT = "task-maistro memories v1"
@@ -24,10 +33,6 @@ MAX_KEY_LENGTH = 256
 IMPORT_MESSAGE = "Imported from an export"
 # How far past the importing machine's clock a history entry may be dated (clocks differ a little).
 CLOCK_ALLOWANCE = timedelta(minutes=10)
-
-
-class InvalidExportError(ValueError):
-    """The data given to `import_memories` is not a task-maistro memory export."""
 
 
 def sections(kinds: Sequence[MemoryKind]) -> tuple[str, ...]:
@@ -39,11 +44,12 @@ def export_memories(store: BaseStore, user_id: str, kinds: Sequence[MemoryKind] 
     """Every stored document of the user and their change history: for each section, store key → value, keys
     sorted. A section for each of `kinds` (default: MAISTRO_MEMORY_KINDS, else the default kinds), then one for
     each memory namespace `(name, user)` of a kind not declared, as it is stored (`undeclared_sections` names
-    them), then the history."""
+    them), then the history. The agent's own bookkeeping (`INTERNAL_NAMESPACES`) is not the user's memory, and is
+    left out."""
     kinds = kinds or configured_kinds()
     stored: dict[str, dict[str, Any]] = {}
     for item in user_items(store, user_id):
-        if len(item.namespace) == 2:
+        if len(item.namespace) == 2 and item.namespace[0] not in INTERNAL_NAMESPACES:
             stored.setdefault(item.namespace[0], {})[item.key] = item.value
     names = [*(kind.name for kind in kinds), *sorted(set(stored) - {*sections(kinds)}), HISTORY]
     exported: dict[str, Any] = {"format": EXPORT_FORMAT}
@@ -95,6 +101,8 @@ def _history_problem(key: str, value: Any, now: datetime, kinds: Sequence[Memory
 
 def _placement_problem(name: str) -> str | None:
     """Why documents of the undeclared kind `name` cannot be stored for a user; None when they can."""
+    if name in INTERNAL_NAMESPACES:
+        return f"{name!r} holds the agent's own bookkeeping, which no import writes"
     try:
         undeclared_kind(name)
     except ValueError:
@@ -114,20 +122,16 @@ def _item_problem(section: str, key: Any, value: Any, now: datetime, kinds: Sequ
     return document_problem(kind, key, value)
 
 
-def _shown(key: Any) -> str:
-    """A key as an error message names it: secrets redacted, control characters escaped, cut to 40 characters."""
-    text = json.dumps(redact_text(str(key))[0], ensure_ascii=False)[1:-1]
-    return text if len(text) <= 40 else text[:40] + "…"
-
-
 def _checked_export(data: Any, kinds: Sequence[MemoryKind]) -> dict[str, dict[str, Any]]:
     """The export's sections, keys and values redacted, once every item is checked; else `InvalidExportError`."""
     if not isinstance(data, Mapping) or data.get("format") != EXPORT_FORMAT:
         raise InvalidExportError(f'not a task-maistro memory export (expected "format": "{EXPORT_FORMAT}")')
+    if problem := shape_problem(data):
+        raise InvalidExportError(problem)
     undeclared = undeclared_sections(data, kinds)
     for name in undeclared:
         if problem := _placement_problem(str(name)):
-            raise InvalidExportError(f'the section "{_shown(name)}" cannot be imported: {problem}')
+            raise InvalidExportError(f'the section "{shown(name)}" cannot be imported: {problem}')
     now = datetime.now(timezone.utc)
     checked: dict[str, dict[str, Any]] = {}
     for name in (*sections(kinds)[:-1], *undeclared, HISTORY):
@@ -137,11 +141,11 @@ def _checked_export(data: Any, kinds: Sequence[MemoryKind]) -> dict[str, dict[st
         redacted: dict[str, Any] = {}
         for key, value in section.items():
             if problem := _item_problem(name, key, value, now, kinds):
-                raise InvalidExportError(f'"{name}" item "{_shown(key)}" is invalid: {problem}')
+                raise InvalidExportError(f'"{name}" item "{shown(key)}" is invalid: {problem}')
             safe_key = redact_text(key)[0]
             if safe_key in redacted:
                 raise InvalidExportError(
-                    f'"{name}" item "{_shown(key)}" has the same key as another once secrets are redacted'
+                    f'"{name}" item "{shown(key)}" has the same key as another once secrets are redacted'
                 )
             redacted[safe_key] = redact(value)[0]
         checked[name] = redacted
@@ -156,7 +160,9 @@ def import_memories(
     The export may hold a section for each of `kinds` (default: MAISTRO_MEMORY_KINDS, else the default kinds),
     and sections of kinds not declared (an export made with another setting): those are written as they are,
     each document a JSON object, under the section's name (refused only when no memory can have that name).
-    Every item is
+    The export must be within an import's bounds (`graph.memory.export_file.shape_problem`: items, text length,
+    depth, plain JSON), and the agent's own bookkeeping (`INTERNAL_NAMESPACES`) is neither a section nor a kind a
+    history entry may name. Every item is
     checked first: memories against their stored schemas (`MemoryKind.stored_schema`), history
     entries against `HistoryEntry` and their documents against their memory's schema, not dated in the future;
     keys are non-empty, at most `MAX_KEY_LENGTH` characters, without control characters. The first problem
