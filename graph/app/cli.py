@@ -301,7 +301,7 @@ def forget(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     data_dir: DataDirOption = None,
 ) -> None:
-    """Delete every memory and every thread of a user (nothing of other users)."""
+    """Delete every memory and every thread of a user (nothing of other users), erase them on disk, print a receipt."""
     from graph.backends.storage import close_storage, open_storage
     from graph.memory.admin import forget_user, user_items, user_threads
 
@@ -312,20 +312,28 @@ def forget(
         checkpointer, store = open_storage(data_dir)
         try:
             memories, threads = len(user_items(store, user_id)), len(user_threads(checkpointer, user_id))
-            if not memories and not threads:
-                typer.echo(f"Nothing is stored for {user_id}.")
-                return
-            if not yes:
+            if (memories or threads) and not yes:
                 typer.confirm(
                     f"Delete {_count(memories, 'memory', 'memories')} and {_count(threads, 'thread', 'threads')} "
                     f"of {user_id}? This cannot be undone",
                     abort=True,
                 )
-            memories, threads = forget_user(store, checkpointer, user_id)
+            receipt = forget_user(store, checkpointer, user_id)  # with nothing stored, it still erases
         finally:
             close_storage(checkpointer, store)
-    deleted = f"{_count(memories, 'memory', 'memories')} and {_count(threads, 'thread', 'threads')}"
-    typer.echo(f"Forgot {user_id}: deleted {deleted}.")
+    if not receipt.memories and not receipt.threads:
+        typer.echo(f"Nothing is stored for {user_id}.")
+    else:
+        deleted = f"{_count(receipt.memories, 'memory', 'memories')} and {_count(receipt.threads, 'thread', 'threads')}"
+        typer.echo(f"Forgot {user_id}: deleted {deleted}.")
+        typer.echo("Rows deleted, by table:")
+        width = max(map(len, receipt.rows))
+        for table, count in receipt.rows.items():
+            typer.echo(f"  {table:<{width}}  {count:>7,}")
+    for sentence in receipt.erased:
+        typer.echo(f"Erased: {sentence}")
+    for sentence in receipt.kept:
+        typer.echo(f"Not erased: {sentence}")
 
 
 @app.command()

@@ -3,8 +3,9 @@
 import json
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore, Item, PutOp
@@ -215,21 +216,59 @@ def last_thread(checkpointer: BaseCheckpointSaver, user_id: str) -> str | None:
     return latest.config["configurable"]["thread_id"] if latest else None
 
 
-def forget_user(store: BaseStore, checkpointer: BaseCheckpointSaver, user_id: str) -> tuple[int, int]:
-    """Delete every memory and every thread of the user; returns (memories deleted, threads deleted).
+@runtime_checkable
+class ThreadForgetter(Protocol):
+    """A checkpointer that deletes many threads at once and counts what it deleted (this project's savers)."""
 
-    On this project's stores the memories and the user's rows of the ToDo change log go in one transaction
-    (`graph.memory.change_log.ChangeLogStore.forget_user_items`); a ToDo another process writes while this runs stays, in the
-    store and in the log.
+    def forget_threads(self, thread_ids: Sequence[str]) -> dict[str, int]:
+        """Delete every row of the threads in one transaction; the rows deleted, by table."""
+        ...
+
+
+@dataclass(frozen=True)
+class ForgetReceipt:
+    """What `forget_user` did: how many memories (store items, history entries included) and threads it deleted,
+    the rows deleted by table (`rows`), what it did to the space they held (`erased`), and what may still hold
+    copies of them and why (`kept`), one sentence each."""
+
+    memories: int
+    threads: int
+    rows: dict[str, int]
+    erased: tuple[str, ...] = ()
+    kept: tuple[str, ...] = ()
+
+
+def forget_user(store: BaseStore, checkpointer: BaseCheckpointSaver, user_id: str) -> ForgetReceipt:
+    """Delete every memory and every thread of the user, and overwrite what they held on disk; returns the receipt.
+
+    On this project's stores everything stored in the user's namespaces goes in one transaction — memories,
+    history, index-outage markers, their embeddings, list-index rows and change-log rows
+    (`graph.memory.change_log.ChangeLogStore.forget_user_items`); then the threads' checkpoints (the messages that
+    quote the memories), and the space all of it held is overwritten (`erase_deleted`: SQLite rebuilds the file and
+    empties its write-ahead log, PostgreSQL rewrites the tables). A memory another process writes, in a namespace
+    of the user that did not exist yet, while this runs stays. Any other store or checkpointer deletes through its
+    own API, without erasure.
     """
     items = user_items(store, user_id)
-    deletions = [PutOp(item.namespace, item.key, None) for item in items]
+    threads = user_threads(checkpointer, user_id)
     logged = change_log(store)
     if logged is not None:
-        logged.forget_user_items(user_id, deletions)
-    elif deletions:
-        store.batch(deletions)
-    threads = user_threads(checkpointer, user_id)
-    for thread_id in threads:
-        checkpointer.delete_thread(thread_id)
-    return len(items), len(threads)
+        rows = logged.forget_user_items(user_id, sorted({item.namespace for item in items}))
+    else:
+        if items:
+            store.batch([PutOp(item.namespace, item.key, None) for item in items])
+        rows = {"store items": len(items)}
+    if isinstance(checkpointer, ThreadForgetter):
+        rows.update(checkpointer.forget_threads(threads))
+    else:
+        for thread_id in threads:
+            checkpointer.delete_thread(thread_id)
+        rows["threads"] = len(threads)
+    erasure = logged.erase_deleted([table for table, count in rows.items() if count]) if logged is not None else None
+    return ForgetReceipt(
+        memories=rows.get("store", len(items)),
+        threads=len(threads),
+        rows=rows,
+        erased=erasure.done if erasure else (),
+        kept=erasure.kept if erasure else (),
+    )
