@@ -38,7 +38,12 @@ SLOW_TESTS = {
     "test_cli.py::test_chat_process_saves_memory_and_the_next_run_continues_the_thread": "runs the CLI twice",
     "test_cold_start.py": "a fresh interpreter per entry point",
     "test_model_faults.py::test_faults_through_the_chat_process": "runs the CLI",
+    "test_model_faults.py::test_text_calls_through_the_chat_process": "runs the CLI",
+    "test_forget.py::test_the_cli_prints_what_it_removed_by_table": "runs the CLI",
     "test_data_directory.py": "runs the CLI on each broken data directory",
+    "test_custom_kinds.py::test_a_file_in_the_working_directory_shadows_neither_the_module_named_nor_what_it_imports": (
+        "runs the CLI in a directory holding look-alike modules"
+    ),
     "test_exactly_once.py": "kills a worker process right after its commit",
     "test_crash_safety.py": "kills worker processes at random points",
     "test_persistence.py::test_a_new_process_sees_memories_and_thread_history": "a second process",
