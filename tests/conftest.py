@@ -32,6 +32,7 @@ SLOW_PARAMETER = "postgres"
 # Tests slow for a reason of their own, by directory, file, or test (without its parameters), relative to tests/.
 SLOW_TESTS = {
     "server/": "starts langgraph dev, and Chromium for the page",
+    "real_models/": "runs llama-server and a real model (tests/support/llama_server.py)",
     "langgraph_store/test_upstream_postgres_store.py": "PostgreSQL, through the suite's own fixtures",
     "test_aegra_venv.py": "runs stand-in interpreters",
     "test_cli.py::test_chat_process_saves_memory_and_the_next_run_continues_the_thread": "runs the CLI twice",
