@@ -1,8 +1,9 @@
 """Trust: precision and recall of the secret filter on the labelled corpus (`python -m bench.trust`).
 
 The corpus is `tests.support.secret_corpus`: ToDo-like texts with secrets in every format the filter covers
-(English and Chinese), and ordinary texts that hold none (UUIDs, history ids, Luhn-valid order and tracking
-numbers, Chinese texts about 密码 …). Counted per text: a secret text is caught when the filter's output is
+(English, Chinese, German, Spanish, French, Japanese and Korean; spelled with invisible or look-alike
+characters), and ordinary texts that hold none (UUIDs, history ids, Luhn-valid order and tracking numbers,
+dates, phone numbers, texts about 密码, Passwort or パスワード …). Counted per text: a secret text is caught when the filter's output is
 exactly the expected one (every secret redacted, nothing else touched); an ordinary text is a false
 positive when the filter changes it at all. Precision = caught / (caught + ordinary texts changed); recall =
 caught / secret texts. Targets: recall ≥ 0.98, no ordinary text changed.
@@ -31,11 +32,15 @@ class TrustFigures:
     recall: float
     recall_by_format: dict[str, tuple[int, int]]
     microseconds_per_text: float
+    first_call_milliseconds: float  # loading detect-secrets' patterns and Unicode's confusables, once a process
 
 
 def measure() -> TrustFigures:
     """Run the filter over the corpus and count."""
     by_format: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    started = time.perf_counter()
+    redact_text("pаssword: " + "x" * 20)  # the first call loads the libraries' data
+    first_call = time.perf_counter() - started
     started = time.perf_counter()
     outputs = [(case, redact_text(case.text)[0]) for case in (*SECRET_CASES, *ORDINARY_CASES)]
     elapsed = time.perf_counter() - started
@@ -57,6 +62,7 @@ def measure() -> TrustFigures:
         recall=caught / len(SECRET_CASES),
         recall_by_format={label: (hits, total) for label, (hits, total) in sorted(by_format.items())},
         microseconds_per_text=elapsed / len(outputs) * 1e6,
+        first_call_milliseconds=first_call * 1e3,
     )
 
 
@@ -71,7 +77,7 @@ def print_trust() -> TrustFigures:
     print(f"| all secrets | {figures.secret_texts} | {figures.caught} | {figures.recall:.3f} |")
     print(f"ordinary texts changed: {figures.ordinary_changed} of {figures.ordinary_texts}")
     print(f"precision {figures.precision:.3f}, recall {figures.recall:.3f}, "
-          f"{figures.microseconds_per_text:.0f} µs per text")
+          f"{figures.microseconds_per_text:.0f} µs per text (the process's first call: {figures.first_call_milliseconds:.0f} ms)")
     met = figures.recall >= RECALL_TARGET
     print(f"{'met' if met else 'MISSED'}: recall {figures.recall:.3f} (target >= {RECALL_TARGET})")
     no_change = figures.ordinary_changed == 0

@@ -28,9 +28,18 @@ REPLY_TIMINGS = ("first", "after_updates")
 CALL_MODES = ("auto", "tools", "json")
 # How many changes of each user's history MAISTRO_HISTORY_KEEP keeps by default: decades of daily use.
 DEFAULT_HISTORY_KEEP = 100_000
+# The largest export file `maistro import` reads, and the most items (memory documents and history entries) an
+# import takes: the heaviest user the project is sized for (10,000 ToDos, 20,000 changes) fits with room; an import
+# holds about 4 kB of memory per item while it checks and writes them (README, Trust).
+DEFAULT_IMPORT_MAX_BYTES = 32 * 1024 * 1024
+DEFAULT_IMPORT_MAX_ITEMS = 50_000
 # Threads the API servers run the graph's sync nodes on (graph/server/executor.py): enough for many runs waiting on a slow model.
 DEFAULT_NODE_THREADS = 64
 MAX_NODE_THREADS = 1024
+# The most characters a free-text memory (the instructions) holds by default: it enters every prompt.
+DEFAULT_MAX_INSTRUCTION_CHARS = 4000
+# Its highest setting: 20,000 Chinese characters are 60 kB of JSON, under the store's 64 KiB per document.
+MAX_INSTRUCTION_CHARS = 20_000
 
 
 class SettingsError(ValueError):
@@ -185,9 +194,16 @@ class Settings(BaseModel):
     trusted_proxies: Annotated[tuple[str, ...], BeforeValidator(_networks)] = Field((), alias="MAISTRO_TRUSTED_PROXIES")
     max_failed_logins: int = Field(20, ge=1, alias="MAISTRO_MAX_FAILED_LOGINS")
     max_model_calls: int = Field(40, ge=1, le=1000, alias="MAISTRO_MAX_MODEL_CALLS")
+    # The most characters the text of a free-text memory (the instructions, or a text kind added) may hold
+    # (graph.memory.kinds.MemoryKind.max_chars).
+    max_instruction_chars: int = Field(
+        DEFAULT_MAX_INSTRUCTION_CHARS, ge=1, le=MAX_INSTRUCTION_CHARS, alias="MAISTRO_MAX_INSTRUCTION_CHARS"
+    )
     reply_timing: Literal[REPLY_TIMINGS] = Field("first", alias="MAISTRO_REPLY_TIMING")  # type: ignore[valid-type]
     call_mode: Literal[CALL_MODES] = Field("auto", alias="MAISTRO_CALL_MODE")  # type: ignore[valid-type]
     memory_kinds_spec: Annotated[str, AfterValidator(_memory_kinds)] = Field("", alias="MAISTRO_MEMORY_KINDS")
+    import_max_bytes: int = Field(DEFAULT_IMPORT_MAX_BYTES, ge=1, alias="MAISTRO_IMPORT_MAX_BYTES")
+    import_max_items: int = Field(DEFAULT_IMPORT_MAX_ITEMS, ge=1, alias="MAISTRO_IMPORT_MAX_ITEMS")
     # Threads the API server runs the graph's sync nodes on, each holding one while it waits for the model
     # (graph.server.executor); Python's own default is min(32, cores + 4).
     node_threads: int = Field(DEFAULT_NODE_THREADS, ge=1, le=MAX_NODE_THREADS, alias="MAISTRO_NODE_THREADS")

@@ -32,13 +32,19 @@ SLOW_PARAMETER = "postgres"
 # Tests slow for a reason of their own, by directory, file, or test (without its parameters), relative to tests/.
 SLOW_TESTS = {
     "server/": "starts langgraph dev, and Chromium for the page",
+    "real_models/": "runs llama-server and a real model (tests/support/llama_server.py)",
     "langgraph_store/test_upstream_postgres_store.py": "PostgreSQL, through the suite's own fixtures",
     "test_aegra_venv.py": "runs stand-in interpreters",
     "test_cli.py::test_chat_process_saves_memory_and_the_next_run_continues_the_thread": "runs the CLI twice",
     "test_cold_start.py": "a fresh interpreter per entry point",
     "test_model_faults.py::test_faults_through_the_chat_process": "runs the CLI",
+    "test_model_faults.py::test_text_calls_through_the_chat_process": "runs the CLI",
+    "test_forget.py::test_the_cli_prints_what_it_removed_by_table": "runs the CLI",
     "test_data_directory.py": "runs the CLI on each broken data directory",
     "test_json_mode.py::test_maistro_chat_on_a_model_without_tool_calls_saves_and_tells": "runs the CLI",
+    "test_custom_kinds.py::test_a_file_in_the_working_directory_shadows_neither_the_module_named_nor_what_it_imports": (
+        "runs the CLI in a directory holding look-alike modules"
+    ),
     "test_exactly_once.py": "kills a worker process right after its commit",
     "test_crash_safety.py": "kills worker processes at random points",
     "test_persistence.py::test_a_new_process_sees_memories_and_thread_history": "a second process",

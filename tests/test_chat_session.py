@@ -37,7 +37,14 @@ def change(action: str, before: dict | None, after: dict | None, key: str = "k1"
             {"kind": "profile", "changes": [change("created", None, {"name": "Lance", "job": None, "interests": []})]},
             ["Profile updated (name)"],
         ),
-        ({"kind": "instructions", "changes": [change("created", None, {"memory": "Be brief."})]}, ["Instructions updated"]),
+        (
+            {"kind": "instructions", "changes": [change("created", None, {"memory": "Be brief."})]},
+            ["Instructions updated:\n  + Be brief."],
+        ),
+        (
+            {"kind": "instructions", "changes": [change("updated", {"memory": "Be brief. Use 中文。"}, {"memory": "Be brief. Name local vendors."})]},
+            ["Instructions updated:\n  - Use 中文。\n  + Name local vendors."],
+        ),
         ({"kind": "profile", "changes": []}, []),
         (None, []),
     ],
@@ -124,6 +131,21 @@ def test_tokens_stream_from_an_openai_compatible_endpoint(monkeypatch, tmp_path)
     assert events[:2] == [Progress("Updating your ToDo list…"), Note("ToDo added: Book a dentist")]
     tokens = [e.text for e in events[2:]]
     assert len(tokens) > 5 and "".join(tokens) == "I added the dentist appointment to your ToDo list."
+
+
+def test_a_reply_held_back_while_it_may_be_a_call_is_shown_once(monkeypatch, tmp_path):
+    """A reply given beside its calls that starts like a call written as text is held back until it is stored;
+    the chat node stores it again after the calls' answers (reply last), and it is still shown once."""
+    reply = '{"task": "Book a dentist"} is going on your ToDo list.'
+    script = Script()
+    script.add("chat", update("todo", content=reply))
+    script.add("todo", tool_calls_reply(("ToDo", {"task": "Book a dentist", "solutions": ["Call Dr. Lee"]})))
+    with OpenAIStub(script) as stub:
+        monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
+        events = list(ChatSession(build_graph(tmp_path), "Lance").send("I need to book a dentist."))
+
+    assert [event.text for event in events if isinstance(event, Token)] == [reply]
+    assert Note("ToDo added: Book a dentist") in events
 
 
 def test_a_stopped_turn_reports_the_message_and_the_memory_changes_it_saved(agent, model):

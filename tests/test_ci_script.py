@@ -3,6 +3,7 @@
 import re
 
 from tests.support.langgraph_server import ROOT
+from tests.support.llama_server import PREPARE
 from tests.support.system_programs import INSTALL
 
 
@@ -15,8 +16,11 @@ def readme_test_commands() -> list[str]:
 
 def test_ci_installs_as_the_readme_says_then_runs_exactly_its_test_command():
     ci = [line.strip() for line in (ROOT / ".ci/run").read_text().splitlines() if line.strip()]
-    system, install, everything, _fast = readme_test_commands()
+    system, install, prepare, everything, _fast = readme_test_commands()
     assert system == INSTALL, "the tests' failure message names the README's install line"
-    assert "apt-get install -y -qq chromium redis-server >/dev/null" in " ".join(ci)
+    assert "apt-get install -y -qq chromium redis-server cmake g++ >/dev/null" in " ".join(ci)
     assert install.replace("pip install", "python -m pip install --quiet") in ci
+    assert prepare == PREPARE and ci.index(prepare) == ci.index(install.replace("pip install", "python -m pip install --quiet")) + 1, (
+        "the real-model tests fail with the README's prepare line, which CI runs right after installing the project"
+    )
     assert ci[-1] == everything == "ruff check . && pytest"

@@ -61,7 +61,7 @@ def test_demo_needs_no_key_and_keeps_nothing(data_dir):
     for note in (
         "Profile updated (name, location, connections)",
         f"ToDo added: {SWIM}",
-        "Instructions updated",
+        f"Instructions updated:\n  + {LOCAL_VENDORS}",
         f"ToDo updated: {SWIM} (solutions)",
         f"ToDo updated: {SWIM} (deadline)",
         "ToDo removed: Call back City Toyota to schedule car service.",

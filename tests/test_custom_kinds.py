@@ -4,7 +4,10 @@ its update node with trustcall, its section of the chat prompt, and its history,
 import dataclasses
 import io
 import json
+import os
+import subprocess
 import sys
+from pathlib import Path
 from typing import Literal
 
 import psycopg
@@ -38,6 +41,8 @@ from graph.settings import Settings
 from graph.thread.tokens import count_text_tokens
 from tests.support.custom_kinds import CONTACT, HEALTH, KINDS
 from tests.support.helpers import turn
+
+ROOT = Path(__file__).resolve().parents[1]
 
 ADA = {"name": "Ada", "phone": "555-0100", "relation": "sister"}
 cli = CliRunner()
@@ -230,6 +235,40 @@ def test_the_cli_loads_the_kinds_from_the_working_directory_as_the_server_does(t
     assert "Habit list of Lance" in shown.output, "the label comes from the schema's name"
     assert "• What: stretch; Minutes: 5" in shown.output, "a nested value reads as fields, not as a Python dict"
     assert str(project) not in sys.path, "the working directory was on the import path for that import only"
+
+
+SHADOW = 'raise RuntimeError("the working directory\'s copy was imported")\n'
+
+
+def maistro_in(directory: Path, kinds: str, *args: str) -> subprocess.CompletedProcess:
+    """The `maistro` console script run in `directory` (it puts no directory of its own on the import path)."""
+    environment = {**os.environ, "MAISTRO_MEMORY_KINDS": kinds, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    environment.pop("MAISTRO_DATABASE_URL", None)
+    return subprocess.run(
+        [str(Path(sys.executable).with_name("maistro")), *args], cwd=directory, env=environment, capture_output=True,
+        text=True, timeout=120,
+    )
+
+
+def test_a_file_in_the_working_directory_shadows_neither_the_module_named_nor_what_it_imports(tmp_path):
+    project = tmp_path / "project"
+    (project / "tests").mkdir(parents=True)
+    (project / "tests" / "__init__.py").write_text(SHADOW)
+    (project / "colorsys.py").write_text(SHADOW)
+    (project / "my_habit_kinds.py").write_text(HABITS_MODULE + "\nimport colorsys\n\nassert colorsys.rgb_to_hsv\n")
+    where = ["--user", "Lance", "--data-dir", str(tmp_path / "data")]
+
+    from_the_path = maistro_in(project, "tests.support.custom_kinds:KINDS", "show", "health", *where)
+    from_here = maistro_in(project, "my_habit_kinds:KINDS", "show", "habits", *where)
+    nowhere = maistro_in(project, "nowhere_kinds:KINDS", "todos", *where)
+
+    assert from_the_path.returncode == 0 and "No health yet for Lance." in from_the_path.stdout, from_the_path.stderr
+    assert from_here.returncode == 0 and "No habit list yet for Lance." in from_here.stdout, from_here.stderr
+    assert nowhere.returncode == 1 and "Traceback" not in nowhere.stderr
+    assert nowhere.stderr.strip().endswith(
+        "MAISTRO_MEMORY_KINDS='nowhere_kinds:KINDS' is invalid: the module nowhere_kinds cannot be imported "
+        "(ModuleNotFoundError: No module named 'nowhere_kinds' on the import path or in the working directory)."
+    ), nowhere.stderr
 
 
 def test_export_without_the_setting_keeps_the_undeclared_kinds_and_import_and_undo_place_them(model, tmp_path, monkeypatch):

@@ -5,7 +5,10 @@ real multilingual-e5 vectors), on SQLite and PostgreSQL, with the real LangChain
 """
 
 import logging
+import socket
+import time
 
+import httpx
 import pytest
 import tiktoken
 from langchain_openai import OpenAIEmbeddings
@@ -13,6 +16,7 @@ from langchain_openai import OpenAIEmbeddings
 from graph import build_graph, close_graph
 from graph.app.scripted_model import ScriptedChatModel, calls, profile, route, say, todo
 from graph.memory import index_outage
+from graph.memory.admin import user_items
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes
 from graph.memory.context import select_todos
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS
@@ -22,7 +26,7 @@ from graph.server.memory_page import search_memories
 from tests.support.embedding_stub import EmbeddingStub
 from tests.support.helpers import chore, profile_of, todos, turn
 from tests.support.openai_stub import text_reply, tool_calls_reply
-from tests.support.stored_names import TODO
+from tests.support.stored_names import INSTRUCTIONS, PROFILE, TODO
 from tests.support.stub_script import update
 
 SWIM = "Book swim lessons for my daughter"
@@ -53,7 +57,7 @@ def endpoint(monkeypatch):
     stub = EmbeddingStub()
     monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
     yield stub
-    stub.stop()
+    stub.close()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -69,6 +73,23 @@ def outage_lines(caplog) -> list[logging.LogRecord]:
 
 def found_by_meaning(store, user: str, question: str) -> list[str]:
     return [item.value["task"] for item in store.search(namespace(TODO, user), query=question, limit=1) if item.score]
+
+
+def test_a_stopped_endpoint_refuses_connections_and_keeps_its_port(endpoint):
+    """Playing an outage gives the port away to no one: left free for the seconds of a turn on a loaded machine,
+    any socket could take it (another test's server, an outgoing connection's source port), and the endpoint then
+    failed to start again with "Address already in use", the likeliest reason the `down` case below failed once in
+    the fast tier under load."""
+    endpoint.start()
+    endpoint.stop()
+
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", endpoint.port), timeout=5)
+    with socket.socket() as other, pytest.raises(OSError, match="Address already in use"):
+        other.bind(("127.0.0.1", endpoint.port))
+    endpoint.start()
+    answered = httpx.post(f"{endpoint.base_url}/embeddings", json={"input": ["swim"], "model": "m"}, timeout=30)
+    assert answered.status_code == 200 and len(answered.json()["data"][0]["embedding"]) == endpoint.dims
 
 
 @pytest.mark.parametrize("outage", ["down", "errors"])
@@ -219,3 +240,75 @@ def test_reindexing_drops_the_marker_of_a_memory_deleted_meanwhile_and_indexes_t
     assert search_all(agent.store, (index_outage.UNINDEXED,)) == []
     assert found_by_meaning(agent.store, "Lance", SWIM_QUESTION) == [SWIM]
     close_graph(agent)
+
+
+# What a user can file as a marker of their own (an import, a server's store API, an undo of a forged entry did,
+# before those were closed): a marker in the old format naming bob's profile and instructions, with a 6 ms TTL.
+def pointer_at(namespace_: tuple[str, str], key: str) -> dict:
+    return {"namespace": list(namespace_), "key": key, "index": ["name"], "ttl": 0.0001}
+
+
+def test_a_marker_is_read_from_where_it_is_filed_and_never_reaches_another_user(storage, endpoint, caplog):
+    from graph.memory.kinds import INSTRUCTIONS as INSTRUCTIONS_KIND
+    from graph.memory.kinds import PROFILE as PROFILE_KIND
+
+    endpoint.start()
+    model = ScriptedChatModel()
+    agent = build_graph(**storage, embeddings="openai", chat_model=lambda _settings: model)
+    bobs = ChangeContext(thread_id="b", message="m", seed="bob")
+    commit_changes(agent.store, "bob", PROFILE_KIND, [MemoryChange("created", "user_profile", None, {"name": "Bob"})], bobs)
+    commit_changes(agent.store, "bob", INSTRUCTIONS_KIND,
+                   [MemoryChange("created", "user_instructions", None, {"memory": "Short tasks."})], bobs)
+    bob_before = {(item.namespace, item.key): item.value for item in user_items(agent.store, "bob")}
+    alices = namespace(index_outage.UNINDEXED, "alice")
+    agent.store.put(alices, "todo:planted", pointer_at(namespace(PROFILE, "bob"), "user_profile"), index=False)
+    agent.store.put(alices, "todo:again", pointer_at(namespace(INSTRUCTIONS, "bob"), "user_instructions"), index=False)
+    agent.store.put(alices, "no-kind-named", {}, index=False)
+    agent.store.put((*alices, "deeper"), "todo:x", {"key": "x"}, index=False)
+    model.add("task_maistro", route("todo"), say("Added the bill."))
+    model.add("update_todos", calls(todo(BILL, solutions=["Pay online"])))
+
+    with caplog.at_level(logging.INFO):
+        turn(agent, "Remind me to pay the electricity bill.", user_id="alice")
+    time.sleep(0.05)
+    agent.store.sweep_ttl()
+
+    assert list(todos(agent, "alice")) == [BILL]
+    assert {(item.namespace, item.key): item.value for item in user_items(agent.store, "bob")} == bob_before
+    assert search_all(agent.store, (index_outage.UNINDEXED,)) == []
+    dropped = [r.getMessage() for r in caplog.records if r.name == "graph.memory.index_outage"]
+    assert dropped == [
+        "Dropped a malformed index-outage marker 'no-kind-named' in 'unindexed.alice': it names no memory of that user.",
+        "Dropped a malformed index-outage marker 'todo:x' in 'unindexed.alice.deeper': it names no memory of that user.",
+    ]
+    close_graph(agent)
+
+
+def test_maistro_reindex_drops_a_malformed_marker_and_indexes_every_other_users_memories(
+    tmp_path, endpoint, monkeypatch, caplog
+):
+    from typer.testing import CliRunner
+
+    from graph import open_store
+    from graph.app.cli import app
+
+    monkeypatch.setenv("MAISTRO_EMBEDDINGS", "openai")
+    with open_store(tmp_path) as store:
+        store.put(namespace(index_outage.UNINDEXED, "carol"), "todo", {}, index=False)
+        store.put(namespace(index_outage.UNINDEXED, "carol"), "history:c1", pointer_at(namespace(TODO, "Lance"), "x"), index=False)
+        changes = [MemoryChange("created", task, None, chore(task)) for task in (SWIM, BILL)]
+        commit_changes(store, "Lance", TODO_KIND, changes, ChangeContext(thread_id="t", message="m", seed="two"))
+    endpoint.start()
+    caplog.clear()
+
+    with caplog.at_level(logging.INFO):
+        result = CliRunner().invoke(app, ["reindex", "--data-dir", str(tmp_path)])
+
+    assert (result.exit_code, result.output) == (0, "Indexed 2 memories saved while the semantic index was unavailable.\n")
+    assert sorted(r.getMessage() for r in caplog.records if r.name == "graph.memory.index_outage") == [
+        "Dropped a malformed index-outage marker 'history:c1' in 'unindexed.carol': it names no memory of that user.",
+        "Dropped a malformed index-outage marker 'todo' in 'unindexed.carol': it names no memory of that user.",
+    ]
+    with open_store(tmp_path) as store:
+        assert found_by_meaning(store, "Lance", SWIM_QUESTION) == [SWIM]
+        assert store.search((index_outage.UNINDEXED,)) == []

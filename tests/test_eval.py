@@ -131,10 +131,10 @@ def test_a_model_that_writes_tool_calls_as_text_costs_what_never_routing_costs_o
     assert (as_text.correct, as_text.mentioned, as_text.spurious, as_text.memory_turns) == (
         never.correct, never.mentioned, never.spurious, 0
     )
-    # The calls written out are what the user reads: the Chinese replies that carried them read as English.
+    # The calls written out are what the user reads: the Chinese replies that were only calls read as English.
     assert never.right_language - as_text.right_language == chinese_turns(suite, routing_only=True) == 5
 
 
 def test_a_model_that_writes_tool_calls_as_text_loses_nothing_on_this_agent(oracle):
-    suite = load_cases("single-*,chinese")  # the calls written as text are recognised, run and kept out of the reply
+    suite = load_cases("single-*,chinese")  # a reply that is calls written as text is read as the calls and run
     assert without_costs(total(play(suite, flaw="text-tool-calls"))) == without_costs(oracle_total(oracle, suite))

@@ -11,8 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from graph import DEFAULT_MEMORY_KINDS, MemoryKind
 from graph.memory.admin import export_memories, import_memories
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, document_problem, list_history
-from graph.memory.kinds import GRAPH_NAMES, UnknownKindError, kind_named
-from graph.memory.store import namespace, read_kind
+from graph.memory.kinds import GRAPH_NAMES, RESERVED_NAMES, UnknownKindError, kind_named
+from graph.memory.store import HISTORY, INTERNAL_NAMESPACES, namespace, read_kind
 from graph.state import State
 from schemas import Instructions, Profile, ToDo
 from tests.support.stored_names import INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_KEY, TODO
@@ -53,6 +53,7 @@ def test_a_kind_declared_with_four_fields_gets_its_defaults():
     [
         ({"name": "my.kind"}, "must be a Python identifier"),
         ({"name": "history"}, "other than history"),
+        ({"name": "unindexed"}, "other than history, unindexed: 'unindexed' is not"),
         ({"schema": dict}, "needs a Pydantic model"),
         ({"text": True}, "cannot be free text and a collection"),
     ],
@@ -61,6 +62,10 @@ def test_a_kind_that_cannot_work_is_refused_with_one_sentence(fields, message):
     declared = {"name": "contact", "schema": Contact, "collection": True, "description": "People", **fields}
     with pytest.raises(ValueError, match=message):
         MemoryKind(**declared)
+
+
+def test_no_kind_may_take_a_namespace_the_memory_code_keeps_for_itself():
+    assert set(RESERVED_NAMES) == {HISTORY, *INTERNAL_NAMESPACES}
 
 
 def test_a_kind_is_found_by_name_and_an_unknown_name_says_so():

@@ -36,7 +36,8 @@ def test_no_user_id_reaches_another_users_namespaces(tmp_path, wildcard):
             def list(self, *args, **kwargs):
                 return iter(())
 
-        assert forget_user(store, NoThreads(), wildcard) == (4, 0)
+        receipt = forget_user(store, NoThreads(), wildcard)
+        assert (receipt.memories, receipt.threads) == (4, 0)
         assert len(user_items(store, "alice")) == 4 and user_items(store, wildcard) == []
 
 

@@ -56,7 +56,8 @@ def test_the_longest_id_works_and_one_more_character_is_refused_with_the_message
     messages = agent.get_state(config(too_long, "too-long")).values["messages"]
     assert [m.content for m in messages] == ["Remind me to pay rent."], "the message stays in the thread"
 
-    assert forget_user(agent.store, agent.checkpointer, LONGEST) == (10, 1)
+    receipt = forget_user(agent.store, agent.checkpointer, LONGEST)
+    assert (receipt.memories, receipt.threads) == (10, 1)
     assert export_memories(agent.store, "alice") == alice, "no id reaches another user's memories"
 
 

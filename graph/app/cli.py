@@ -279,16 +279,15 @@ def import_(
 ) -> None:
     """Import memories exported by `maistro export` into a user (items with the same keys are replaced)."""
     from graph.memory.admin import InvalidExportError, import_memories, undeclared_sections
+    from graph.memory.export_file import read_export
     from graph.memory.kinds import configured_kinds
 
     user_id = _user(user)
     try:
-        data = json.loads(file.read_text(encoding="utf-8-sig"))
+        data = read_export(file)
         with _store(data_dir, index=True) as store:
             counts = import_memories(store, user_id, data)
-    except UnicodeDecodeError as error:
-        _fail(f"Cannot import {file}: it is not UTF-8 text (bad byte at offset {error.start}); save it as UTF-8.")
-    except (json.JSONDecodeError, InvalidExportError) as error:
+    except InvalidExportError as error:
         _fail(f"Cannot import {file}: {error}.")
     summary = ", ".join(f"{count} {kind}" for kind, count in counts.items())
     typer.echo(f"Imported into {user_id}: {summary}.")
@@ -302,7 +301,7 @@ def forget(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     data_dir: DataDirOption = None,
 ) -> None:
-    """Delete every memory and every thread of a user (nothing of other users)."""
+    """Delete every memory and every thread of a user (nothing of other users), erase them on disk, print a receipt."""
     from graph.backends.storage import close_storage, open_storage
     from graph.memory.admin import forget_user, user_items, user_threads
 
@@ -313,20 +312,28 @@ def forget(
         checkpointer, store = open_storage(data_dir)
         try:
             memories, threads = len(user_items(store, user_id)), len(user_threads(checkpointer, user_id))
-            if not memories and not threads:
-                typer.echo(f"Nothing is stored for {user_id}.")
-                return
-            if not yes:
+            if (memories or threads) and not yes:
                 typer.confirm(
                     f"Delete {_count(memories, 'memory', 'memories')} and {_count(threads, 'thread', 'threads')} "
                     f"of {user_id}? This cannot be undone",
                     abort=True,
                 )
-            memories, threads = forget_user(store, checkpointer, user_id)
+            receipt = forget_user(store, checkpointer, user_id)  # with nothing stored, it still erases
         finally:
             close_storage(checkpointer, store)
-    deleted = f"{_count(memories, 'memory', 'memories')} and {_count(threads, 'thread', 'threads')}"
-    typer.echo(f"Forgot {user_id}: deleted {deleted}.")
+    if not receipt.memories and not receipt.threads:
+        typer.echo(f"Nothing is stored for {user_id}.")
+    else:
+        deleted = f"{_count(receipt.memories, 'memory', 'memories')} and {_count(receipt.threads, 'thread', 'threads')}"
+        typer.echo(f"Forgot {user_id}: deleted {deleted}.")
+        typer.echo("Rows deleted, by table:")
+        width = max(map(len, receipt.rows))
+        for table, count in receipt.rows.items():
+            typer.echo(f"  {table:<{width}}  {count:>7,}")
+    for sentence in receipt.erased:
+        typer.echo(f"Erased: {sentence}")
+    for sentence in receipt.kept:
+        typer.echo(f"Not erased: {sentence}")
 
 
 @app.command()

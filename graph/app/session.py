@@ -179,7 +179,7 @@ class ChatSession:
                 message, metadata = payload
                 if metadata.get("langgraph_node") == CHAT_NODE and isinstance(message, AIMessage) and message.text:
                     received[message.id] = received.get(message.id, "") + message.text
-                    # A call the model writes as text is held back: the stored reply comes without it.
+                    # A reply that may still be a call written as text is held back until it is stored.
                     speakable = speakable_prefix(received[message.id])
                     if len(speakable) > len(shown := streamed.get(message.id, "")):
                         streamed[message.id] = speakable
@@ -213,20 +213,23 @@ def _change_fields(entry: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _chat_events(
-    new_messages: Sequence[AnyMessage], streamed: Mapping[str, str], kinds: Sequence[MemoryKind]
+    new_messages: Sequence[AnyMessage], streamed: dict[str, str], kinds: Sequence[MemoryKind]
 ) -> Iterator[Token | Notice | Progress]:
     """Events for the chat node's new messages: replies not streamed, what a stored reply adds to its streamed
-    text (the notice that the user's message was cut, or the end held back while it might have been a call
-    written as text), and progress when memory updates follow."""
+    text (the notice that the user's message was cut, or what was held back while it might have been a call
+    written as text), and progress when memory updates follow. What is shown is added to `streamed`, so a reply
+    the chat node stores again (moved after its calls' answers) is not shown twice."""
     for message in new_messages:
         if not isinstance(message, AIMessage):
             continue
         shown = streamed.get(message.id)
-        if message.text and shown is None:
+        if message.text and not shown:
             yield Token(message.text, message.id)
         elif shown and message.text != shown and message.text.endswith(shown):
             yield Notice(message.text.removesuffix(shown).strip())
         elif shown and message.text.startswith(shown) and message.text[len(shown) :].strip():
             yield Token(message.text[len(shown) :], message.id)  # what was held back and is not a call
+        if message.text:
+            streamed[message.id] = message.text
     if calls := pending_update_calls(new_messages):
         yield Progress(updating_text(calls, kinds))

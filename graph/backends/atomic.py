@@ -22,6 +22,7 @@ import json
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
 from typing import Any
 
 from langgraph.store.base import Op, PutOp, Result
@@ -30,17 +31,21 @@ from langgraph.store.sqlite import SqliteStore
 from graph.backends import list_index
 from graph.backends.history_sql import HISTORY_PREFIX, INDEX, PRUNED, HistorySql, history_prefix
 from graph.backends.list_index import ListIndexed
+from graph.backends.sqlite_errors import operational_error
 from graph.backends.todo_changes import (
     FORGET_LOG,
+    FORGET_ROWS,
     FORGETS,
+    FORGOTTEN_TABLES,
     MIGRATIONS,
     PREFIX,
     TABLE,
     UNLOGGED_PREFIX,
+    VECTORS,
     TodoChangeLog,
-    user_suffix,
 )
 from graph.backends.todo_sql import KIND, MEMORY, VERSION, Dialect, memory_statement, statement_parameters
+from graph.memory.change_log import Erasure
 from graph.memory.conditions import ConflictError, Unchanged
 from graph.memory.kinds import MemoryKind
 
@@ -246,16 +251,71 @@ OR (type = 'trigger' AND name IN ('{TABLE}_INSERT', '{TABLE}_UPDATE', '{TABLE}_D
             cur.execute(f"SELECT {self.CHANGE_LOG_PRESENT}")
             return bool(cur.fetchone()[0])
 
-    def forget_user_items(self, user_id: str, deletions: Sequence[PutOp]) -> None:
-        """Delete a user's items (`deletions`) and their log rows in one transaction (SQLite lets one writer at a
-        time), and tell every reader to read afresh."""
+    def forget_user_items(self, user_id: str, namespaces: Sequence[tuple[str, ...]]) -> dict[str, int]:
+        """Delete every row of the user's `namespaces` (embeddings, list-index rows, store items, then log rows) and
+        their count of pruned history in one transaction (SQLite lets one writer at a time), and tell every reader
+        to read afresh; returns the rows deleted, by table."""
+        in_namespaces = "prefix IN (SELECT value FROM json_each(:prefixes))"
+        prefixes = {"prefixes": json.dumps(sorted({prefix_of(ns) for ns in namespaces}))}
+        rows = {}
         with self._cursor() as cur:
             cur.execute(f"INSERT INTO {FORGETS} DEFAULT VALUES")  # a write first: the transaction is the writer
-            if deletions:
-                self._batch_put_ops(list(enumerate(deletions)), cur)
-            user_rows = "substr(prefix, -length(:suffix)) = :suffix"
-            cur.execute(FORGET_LOG.format(user_rows=user_rows), {"suffix": user_suffix(user_id)})
+            cur.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            present = {name for (name,) in cur.fetchall()}
+            for table in (table for table in FORGOTTEN_TABLES if table in present):
+                cur.execute(FORGET_ROWS.format(table=table, prefixes=in_namespaces), prefixes)
+                rows[table] = cur.rowcount
+            cur.execute(FORGET_LOG.format(prefixes=in_namespaces), prefixes)
+            rows[TABLE] = cur.rowcount
             cur.execute(f"DELETE FROM {PRUNED} WHERE prefix = ?", (history_prefix(user_id),))
+            rows[PRUNED] = cur.rowcount
+        return rows
+
+    def erase_deleted(self, tables: Sequence[str]) -> Erasure:
+        """Rebuild the database file (every one of `tables` is in it) from its remaining rows, so that no free page
+        and no free space in a page keeps what was deleted — also what was freed before `secure_delete` was on, or
+        by programs that do not turn it on — then copy the write-ahead log into it and truncate the log to nothing.
+
+        The rebuild waits for other writers (the busy timeout) and the truncation for other readers; whichever did
+        not happen is said in `kept`, with what still holds copies until when.
+        """
+        done, kept = [], []
+        with self.lock:
+            name = Path(self.conn.execute("PRAGMA database_list").fetchone()[2]).name
+            try:
+                self.conn.execute("VACUUM")
+                done.append(f"{name} was rebuilt from its remaining rows (VACUUM): no free space in it holds deleted data.")
+            except operational_error(self.conn) as error:  # busy, full, unreadable; a damaged file raises
+                kept.append(
+                    f"{name} could not be rebuilt now ({error}): the rows just deleted were overwritten with zeros, but "
+                    "space freed before (by an earlier version of task-maistro or another program) may still hold "
+                    "earlier copies of them; forget the user again to rebuild it."
+                )
+            busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        if busy:
+            kept.append(
+                f"Another connection kept reading the database, so its write-ahead log ({name}-wal) could not be emptied "
+                f"and {name} may not hold the erased pages yet: both can keep copies of the deleted rows until SQLite "
+                "checkpoints the log after that reader is done and writes over it, or the last process using the "
+                "database closes it (which deletes the log); forget the user again to empty it now."
+            )
+        else:
+            done.append(f"{name}-wal, its write-ahead log, was copied into it and truncated to nothing.")
+        return Erasure(tuple(done), tuple(kept))
+
+    def drop_orphan_embeddings(self) -> int:
+        """Delete the embeddings whose store row is gone, which deletes made without foreign keys left behind
+        (LangGraph's own store, and this project's before `graph.backends.sqlite.connect` turned them on); returns
+        how many."""
+        with self._cursor(begin="BEGIN IMMEDIATE") as cur:
+            cur.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", (VECTORS,))
+            if not cur.fetchone()[0]:
+                return 0
+            cur.execute(
+                f"""DELETE FROM {VECTORS} WHERE NOT EXISTS
+(SELECT 1 FROM store WHERE store.prefix = {VECTORS}.prefix AND store.key = {VECTORS}.key)"""
+            )
+            return cur.rowcount
 
     def _history_rows(self, statement: str, parameters: dict[str, Any]) -> list[tuple]:
         with self._cursor(transaction=False) as cur:

@@ -7,10 +7,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-from langgraph.store.base import PutOp
 from langgraph.store.postgres import PostgresStore
 from langgraph.store.postgres.base import _pg_internal
-from psycopg import Cursor, IsolationLevel
+from psycopg import Cursor, IsolationLevel, sql
 from psycopg.errors import DeadlockDetected, SerializationFailure
 from psycopg.rows import dict_row, tuple_row
 
@@ -20,17 +19,36 @@ from graph.backends.history_sql import PRUNED, HistorySql, history_prefix
 from graph.backends.list_index import ListIndexed
 from graph.backends.todo_changes import (
     FORGET_LOG,
+    FORGET_ROWS,
     FORGETS,
+    FORGOTTEN_TABLES,
     MIGRATIONS,
     PREFIX,
     TABLE,
     UNLOGGED_PREFIX,
     TodoChangeLog,
-    user_suffix,
 )
 from graph.backends.todo_sql import CREATED_AT, KIND, VERSION, Dialect, memory_statement, statement_parameters
+from graph.memory.change_log import Erasure
 from graph.memory.conditions import ConflictError, Unchanged
 from graph.memory.kinds import MemoryKind
+
+# What no client of PostgreSQL can erase.
+WAL_KEPT = (
+    "PostgreSQL's write-ahead log (pg_wal in the server's data directory) still holds the deleted rows, as it holds "
+    "every change, until the server's checkpoints recycle those segments and later changes write over them (or, "
+    "with wal_recycle off, remove them); WAL archives, replicas and backups keep copies of their own."
+)
+_FILE = "SELECT pg_relation_filenode(to_regclass(%s)) AS node"
+
+
+def not_rewritten(tables: Sequence[str]) -> str:
+    """What stays when PostgreSQL skipped rewriting `tables` (VACUUM FULL needs a table's owner), and what to run."""
+    names = ", ".join(tables)
+    return (
+        f"Not rewritten, as only a table's owner may run VACUUM FULL on it: {names}. The deleted rows stay in their "
+        f"files, in space PostgreSQL reuses later, until their owner runs VACUUM FULL {names}."
+    )
 
 # Serialises table setup across processes starting at once on a fresh database.
 SETUP_LOCK = 0x6D61697374726F
@@ -194,17 +212,46 @@ WHERE prefix = {prefix} AND expires_at > %(expired_after{n})s::timestamptz AND e
             cur.execute(f"SELECT {self.CHANGE_LOG_PRESENT} AS present")
             return bool(cur.fetchone()["present"])
 
-    def forget_user_items(self, user_id: str, deletions: Sequence[PutOp]) -> None:
-        """Delete a user's items (`deletions`) and their log rows in one transaction, which locks the store table
-        against writes first (for the few milliseconds it lasts), and tell every reader to read afresh."""
+    def forget_user_items(self, user_id: str, namespaces: Sequence[tuple[str, ...]]) -> dict[str, int]:
+        """Delete every row of the user's `namespaces` (embeddings, list-index rows, store items, then log rows) and
+        their count of pruned history in one transaction, which locks the store table against writes first (for the
+        few milliseconds it lasts), and tell every reader to read afresh; returns the rows deleted, by table."""
+        in_namespaces = "prefix = ANY(%(prefixes)s::text[])"
+        prefixes = {"prefixes": sorted({prefix_of(ns) for ns in namespaces})}
+        rows = {}
         with self._cursor(pipeline=True) as cur:
             cur.execute("LOCK TABLE store IN SHARE ROW EXCLUSIVE MODE")
             cur.execute(f"INSERT INTO {FORGETS} DEFAULT VALUES")
-            if deletions:
-                self._batch_put_ops(list(enumerate(deletions)), cur)
-            user_rows = "right(prefix, length(%(suffix)s)) = %(suffix)s"
-            cur.execute(FORGET_LOG.format(user_rows=user_rows), {"suffix": user_suffix(user_id)})
+            for table in FORGOTTEN_TABLES:
+                cur.execute("SELECT to_regclass(%s) IS NOT NULL AS present", (table,))
+                if not cur.fetchone()["present"]:  # no embeddings: the semantic index was never on
+                    continue
+                cur.execute(FORGET_ROWS.format(table=table, prefixes=in_namespaces), prefixes)
+                rows[table] = cur.rowcount
+            cur.execute(FORGET_LOG.format(prefixes=in_namespaces), prefixes)
+            rows[TABLE] = cur.rowcount
             cur.execute(f"DELETE FROM {PRUNED} WHERE prefix = %s", (history_prefix(user_id),))
+            rows[PRUNED] = cur.rowcount
+        return rows
+
+    def erase_deleted(self, tables: Sequence[str]) -> Erasure:
+        """Rewrite each of `tables` (this store's and its checkpointer's, in this database) without its dead rows
+        (`VACUUM FULL`: new files, the old ones truncated; it locks the table while it runs). Plain VACUUM would only
+        mark their space reusable, with their bytes still in it. A table this database user does not own is skipped by
+        PostgreSQL, and said in `kept`; so is the write-ahead log (`WAL_KEPT`), which no client can erase."""
+        rewritten, skipped = [], []
+        with self._cursor() as cur:
+            for table in tables:
+                cur.execute(_FILE, (table,))
+                before = cur.fetchone()["node"]
+                if before is None:
+                    continue
+                cur.execute(sql.SQL("VACUUM FULL {}").format(sql.Identifier(table)), prepare=False)
+                cur.execute(_FILE, (table,))
+                (rewritten if cur.fetchone()["node"] != before else skipped).append(table)
+        done = [f"Rewritten without the deleted rows (VACUUM FULL): {', '.join(rewritten)}."] if rewritten else []
+        kept = [not_rewritten(skipped)] if skipped else []
+        return Erasure(tuple(done), (*kept, WAL_KEPT))
 
     def _history_rows(self, statement: str, parameters: dict[str, Any]) -> list[tuple]:
         with self._cursor() as cur:

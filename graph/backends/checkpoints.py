@@ -21,14 +21,17 @@ so a crash at any point leaves a resumable thread. The PostgreSQL saver is in
 `graph.backends.checkpoints_postgres`.
 """
 
+import json
 import logging
 import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from graph.backends.sqlite_errors import operational_error
 from graph.settings import current_settings
 
 logger = logging.getLogger(__name__)
@@ -103,9 +106,20 @@ class PruningSqliteSaver(SqliteSaver):
         """LangGraph's tables, and the table recording how far each thread was pruned."""
         if self.is_setup:
             return
-        super().setup()  # called by `cursor()` with the lock held, as LangGraph's own setup is
+        try:
+            super().setup()  # called by `cursor()` with the lock held, as LangGraph's own setup is
+        except Exception as error:
+            self._column_added_before(error)
         self.conn.execute(_SQLITE_RETENTION_TABLE)
         self.conn.commit()
+
+    def _column_added_before(self, error: Exception) -> None:
+        """Finish LangGraph's setup when adding the `task_path` column failed because an earlier setup added it: its
+        setup expects that error from the standard library's `sqlite3` only, and the connection may be pysqlite3's."""
+        if isinstance(error, operational_error(self.conn)) and "duplicate column name" in str(error):
+            self.is_setup = True
+            return
+        raise error
 
     def put(
         self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
@@ -134,6 +148,19 @@ class PruningSqliteSaver(SqliteSaver):
         with self.cursor() as cur:
             cur.execute(f"DELETE FROM {RETENTION_TABLE} WHERE thread_id = ?", (str(thread_id),))
 
+    def forget_threads(self, thread_ids: Sequence[str]) -> dict[str, int]:
+        """Delete the threads' checkpoints, writes and retention records in one transaction; returns the rows
+        deleted, by table."""
+        rows = {}
+        with self.cursor() as cur:
+            for table in ("checkpoints", "writes", RETENTION_TABLE):
+                cur.execute(
+                    f"DELETE FROM {table} WHERE thread_id IN (SELECT value FROM json_each(?))",
+                    (json.dumps([str(thread_id) for thread_id in thread_ids]),),
+                )
+                rows[table] = cur.rowcount
+        return rows
+
     def prune_all(self) -> int:
         """Apply the retention policy to every thread and vacuum the file if that freed anything; returns rows deleted."""
         deleted = self._prune("", {})
@@ -141,7 +168,7 @@ class PruningSqliteSaver(SqliteSaver):
             try:
                 with self.lock:
                     self.conn.execute("VACUUM")
-            except sqlite3.OperationalError as error:
+            except operational_error(self.conn) as error:
                 logger.warning("The checkpoints were pruned but the database could not be vacuumed now: %s", error)
         return deleted
 

@@ -63,6 +63,15 @@ SELECT thread_id, max(checkpoint_id) FROM checkpoints WHERE checkpoint_ns = '' A
 ON CONFLICT (thread_id) DO UPDATE SET kept_from = GREATEST({RETENTION_TABLE}.kept_from, EXCLUDED.kept_from)
 """
 _FORGET_RETENTION = f"DELETE FROM {RETENTION_TABLE} WHERE thread_id = ANY(%s)"
+# Every row of the threads %(threads)s, in one statement (so one transaction), counted by table.
+_FORGET_THREADS = f"""
+WITH c AS (DELETE FROM checkpoints WHERE thread_id = ANY(%(threads)s::text[]) RETURNING 1),
+b AS (DELETE FROM checkpoint_blobs WHERE thread_id = ANY(%(threads)s::text[]) RETURNING 1),
+w AS (DELETE FROM checkpoint_writes WHERE thread_id = ANY(%(threads)s::text[]) RETURNING 1),
+r AS (DELETE FROM {RETENTION_TABLE} WHERE thread_id = ANY(%(threads)s::text[]) RETURNING 1)
+SELECT (SELECT count(*) FROM c) AS checkpoints, (SELECT count(*) FROM b) AS checkpoint_blobs,
+    (SELECT count(*) FROM w) AS checkpoint_writes, (SELECT count(*) FROM r) AS {RETENTION_TABLE}
+"""
 
 
 _VALUES = re.compile(r"VALUES\s*(\([^()]*\))")
@@ -162,6 +171,13 @@ class PruningPostgresSaver(PostgresSaver):
         super().delete_thread(thread_id)
         with self._cursor() as cur:
             cur.execute(f"DELETE FROM {RETENTION_TABLE} WHERE thread_id = %s", (str(thread_id),))
+
+    def forget_threads(self, thread_ids: Sequence[str]) -> dict[str, int]:
+        """Delete the threads' checkpoints, blobs, writes and retention records in one statement; returns the rows
+        deleted, by table."""
+        with self._cursor() as cur:
+            cur.execute(_FORGET_THREADS, {"threads": [str(thread_id) for thread_id in thread_ids]})
+            return dict(cur.fetchone())
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """LangGraph's `prune`, with the threads' retention records following it (see `get_tuple`)."""

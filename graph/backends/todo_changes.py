@@ -8,10 +8,11 @@ back to the oldest transaction still running when it last read, see `graph.backe
 row keeps its log row, so readers learn of the deletion. The triggers catch every writer of the database: the
 update nodes, imports, the TTL sweeper, other processes, LangGraph's own store classes.
 
-Forgetting a user (`forget_user_items`) deletes their items and their log rows in one transaction that no other
-writer interleaves with, so the log keeps nothing of them and every ToDo row still stored keeps its log row;
-it adds a row to `maistro_todo_forgets`: readers compare its count with the one of their last read and read
-every list whole again when it changed, since the deletions they would have learned of are gone.
+Forgetting a user (`forget_user_items`) deletes everything stored in their namespaces — their items, those items'
+embeddings and list-index rows, and their log rows — in one transaction that no other writer interleaves with,
+so the log keeps nothing of them and every row still stored keeps its log row; it adds a row to
+`maistro_todo_forgets`: readers compare its count with the one of their last read and read every list whole again
+when it changed, since the deletions they would have learned of are gone.
 
 The log cannot follow a reset of the store table that no trigger sees: a backup restored into a live
 database, `TRUNCATE store`, an older database put in the place of the current one. Readers detect one with
@@ -36,12 +37,11 @@ the store through its own API (`graph.memory.change_log.change_log`).
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langgraph.store.base import PutOp
-
+from graph.backends.list_index import INDEX as LIST_INDEX
 from graph.backends.todo_sql import log_state, memory_rows
 from graph.memory.change_log import MemoryRows
 from graph.memory.kinds import TODO, MemoryKind
-from graph.memory.store import HISTORY, user_label
+from graph.memory.store import HISTORY
 
 # What the first migration logged (the ToDos); the later ones log every prefix but the history's.
 PREFIX = f"{TODO.name}."
@@ -50,16 +50,15 @@ TABLE = "maistro_todo_changes"
 FORGETS = "maistro_todo_forgets"
 # Which of a store class's `CHANGE_LOG_MIGRATIONS` the database has run, by their index.
 MIGRATIONS = "maistro_todo_changes_migrations"
-# Log rows of a forgotten user's namespaces (`{user_rows}`: the prefix ends with ".<user label>") whose document is
-# gone (one written while the forget ran keeps its row).
-FORGET_LOG = f"""DELETE FROM {TABLE} WHERE {{user_rows}}
+# LangGraph's table of the semantic index's embeddings (one row per indexed field of a store row).
+VECTORS = "store_vectors"
+# The tables whose rows a forget deletes by namespace (`{table}`), in this order: the embeddings first (so they are
+# counted, those a delete without foreign keys left behind too), the list index, then the store rows themselves.
+FORGOTTEN_TABLES = (VECTORS, LIST_INDEX, "store")
+FORGET_ROWS = "DELETE FROM {table} WHERE {prefixes}"
+# Then the log rows of the forgotten namespaces (`{prefixes}`), all of them gone.
+FORGET_LOG = f"""DELETE FROM {TABLE} WHERE {{prefixes}}
 AND NOT EXISTS (SELECT 1 FROM store WHERE store.prefix = {TABLE}.prefix AND store.key = {TABLE}.key)"""
-
-
-def user_suffix(user_id: str) -> str:
-    """How the prefix of each of the user's namespaces `(kind, user label)` ends: a dot and the label (labels
-    hold no dot, so no other user's prefix ends so)."""
-    return f".{user_label(user_id)}"
 
 
 class TodoChangeLog:
@@ -85,9 +84,10 @@ class TodoChangeLog:
         """Whether the store's database has the change log's tables and triggers (a restore may have taken them)."""
         raise NotImplementedError
 
-    def forget_user_items(self, user_id: str, deletions: Sequence[PutOp]) -> None:
-        """Delete a user's items (`deletions`) and their log rows in one transaction, and tell every reader to read
-        afresh; no other writer writes in between."""
+    def forget_user_items(self, user_id: str, namespaces: Sequence[tuple[str, ...]]) -> dict[str, int]:
+        """Delete every row of the user's `namespaces` — store items, embeddings, list-index and log rows — and their
+        count of pruned history in one transaction, and tell every reader to read afresh; no other writer writes in
+        between. Returns the rows deleted, by table."""
         raise NotImplementedError
 
     def _changed_rows(

@@ -33,7 +33,8 @@ FLAWS = {
     "ignores-deletions": "never removes a ToDo the user no longer needs",
     "wrong-language": "always replies in English",
     "stores-secret": "writes the secret the user mentioned into the memory it updates",
-    "text-tool-calls": "writes its UpdateMemory calls as text (<tool_call>…</tool_call>) instead of calling the tool",
+    "text-tool-calls": "writes its UpdateMemory calls as text, the whole reply <tool_call>…</tool_call> blocks (Hermes, "
+    "Qwen), instead of calling the tool",
 }
 PLAYERS = ("oracle", *FLAWS)
 CHAT_MARKER = "helping them keep track of their ToDo list"
@@ -140,12 +141,10 @@ class Player:
             return Move(self.reply(turn, view))
         needed = needed if view.parallel else needed[:1]
         text = self.reply(turn, view) if REPLY_FIRST_MARKER in view.system else ""
-        if self.flaw == "text-tool-calls":
-            written = "".join(
-                f'\n<tool_call>{{"name": "UpdateMemory", "arguments": {{"update_type": "{t}"}}}}</tool_call>'
-                for t in needed
+        if self.flaw == "text-tool-calls":  # the reply is the calls: it says something once they are answered
+            return Move(
+                "\n".join(f'<tool_call>{{"name": "UpdateMemory", "arguments": {{"update_type": "{t}"}}}}</tool_call>' for t in needed)
             )
-            return Move(self.reply(turn, view) + written)
         return Move(text, [("UpdateMemory", {"update_type": t}) for t in needed])
 
     def _secretive(self, play: Play, text: str) -> str:

@@ -7,8 +7,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, ValidationError
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from graph.eval.scoring import CaseScore, by_category, summarise
 
@@ -40,14 +42,78 @@ def scorecard(scores: Sequence[CaseScore], run: Mapping[str, Any]) -> dict[str, 
     }
 
 
+class _Checked(BaseModel):
+    model_config = ConfigDict(strict=True, extra="allow")
+
+
+class _Latency(_Checked):
+    median: float | None
+    p90: float | None
+
+
+class _Counts(_Checked):
+    model_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    model_errors: int
+    failed_updates: int
+
+
+class _Rates(_Checked):
+    score: float | None
+    memory_recall: float | None
+    memory_precision: float | None
+    recall_answers: float | None
+    secrets_kept: float | None
+    language: float | None
+    answered_first: float | None
+
+
+class _Summary(_Checked):
+    cases: int
+    counts: _Counts
+    rates: _Rates
+    turn_seconds: _Latency
+    first_token_seconds: _Latency
+
+
+class _Case(_Checked):
+    case_id: str
+    problems: list[str]
+
+
+class _Scorecard(_Checked):
+    """What the tables and the HTML page read of a scorecard: text where they show text, numbers where they
+    compute with numbers."""
+
+    label: str | None = None
+    graph: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    today: str | None = None
+    timezone: str | None = None
+    stopped: str | None = None
+    seconds: float = 0
+    overall: _Summary
+    categories: dict[str, _Summary]
+    cases: list[_Case]
+
+
 def load_scorecard(path: Path) -> dict[str, Any]:
-    """A scorecard saved with `--json`; `ReportError` with one sentence when the file is not one."""
+    """A scorecard saved with `--json`; `ReportError` with one sentence when the file is not one, or holds a
+    value of another type where the report reads one."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise ReportError(f"{path} cannot be read as JSON: {error}.") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ReportError(f"{path} is not a scorecard written by `maistro eval --json`.")
+    try:
+        _Scorecard.model_validate(data)
+    except ValidationError as error:
+        problem = error.errors()[0]
+        where = ".".join(map(str, problem["loc"]))
+        raise ReportError(f"{path} is not a scorecard written by `maistro eval --json`: {where}: {problem['msg']}.") from None
     return data
 
 
@@ -96,7 +162,7 @@ def title(card: Mapping[str, Any]) -> str:
 
 def print_scorecard(console: Console, card: Mapping[str, Any]) -> None:
     """The quality table and the cost table, per category and overall, then the run's failed checks."""
-    quality = Table(title=f"Memory quality: {title(card)}", title_justify="left")
+    quality = Table(title=Text(f"Memory quality: {title(card)}"), title_justify="left")
     quality.add_column("category")
     quality.add_column("cases", justify="right")
     for _, label in QUALITY:
@@ -107,8 +173,8 @@ def print_scorecard(console: Console, card: Mapping[str, Any]) -> None:
         cost.add_column(label, justify="right")
     for name, summary in _rows(card):
         style = "bold" if name == "overall" else None
-        quality.add_row(name, str(summary["cases"]), *(percent(summary["rates"][key]) for key, _ in QUALITY), style=style)
-        cost.add_row(name, *_cost(summary), style=style)
+        quality.add_row(Text(name), str(summary["cases"]), *(percent(summary["rates"][key]) for key, _ in QUALITY), style=style)
+        cost.add_row(Text(name), *_cost(summary), style=style)
     console.print(quality)
     console.print(cost)
     failed = [(case["case_id"], problem) for case in card["cases"] for problem in case["problems"]]
@@ -121,19 +187,20 @@ def print_scorecard(console: Console, card: Mapping[str, Any]) -> None:
 
 
 def print_comparison(console: Console, cards: Sequence[Mapping[str, Any]]) -> None:
-    """Score per category (and overall) of several scorecards side by side, then their costs."""
+    """Score per category (and overall) of several scorecards side by side, then their costs (names as plain text,
+    never as console markup)."""
     table = Table(title="Score by category", title_justify="left")
     table.add_column("category")
     for card in cards:
-        table.add_column(_name(card), justify="right")
+        table.add_column(Text(_name(card)), justify="right")
     for name in _categories(cards):
-        table.add_row(name, *(percent(_summary(card, name)["rates"]["score"]) if _summary(card, name) else "–" for card in cards),
+        table.add_row(Text(name), *(percent(_summary(card, name)["rates"]["score"]) if _summary(card, name) else "–" for card in cards),
                       style="bold" if name == "overall" else None)
     console.print(table)
     detail = Table(title="Overall", title_justify="left")
     detail.add_column("")
     for card in cards:
-        detail.add_column(_name(card), justify="right")
+        detail.add_column(Text(_name(card)), justify="right")
     for key, label in QUALITY[1:]:
         detail.add_row(label, *(percent(card["overall"]["rates"][key]) for card in cards))
     for index, label in enumerate(COST_COLUMNS):
@@ -156,7 +223,7 @@ def _bar_chart(groups: Sequence[str], series: Sequence[tuple[str, Sequence[float
     height = 30 + height_per_group * len(groups) + 20
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 70}" height="{height}" role="img" '
-        f'aria-label="{html.escape(caption)}">'
+        f'aria-label="{_escaped(caption)}">'
     ]
     for tick in range(0, 101, 25):
         x = left + width * tick / 100
@@ -165,7 +232,7 @@ def _bar_chart(groups: Sequence[str], series: Sequence[tuple[str, Sequence[float
     for row, group in enumerate(groups):
         top = 24 + row * height_per_group
         parts.append(
-            f'<text x="{left - 8}" y="{top + bar * len(series) / 2 + 4}" font-size="12" text-anchor="end">{html.escape(group)}</text>'
+            f'<text x="{left - 8}" y="{top + bar * len(series) / 2 + 4}" font-size="12" text-anchor="end">{_escaped(group)}</text>'
         )
         for index, (name, values) in enumerate(series):
             value = values[row]
@@ -176,11 +243,16 @@ def _bar_chart(groups: Sequence[str], series: Sequence[tuple[str, Sequence[float
                 continue
             parts.append(
                 f'<rect x="{left}" y="{y}" width="{width * value:.1f}" height="{bar - 2}" fill="{colour}">'
-                f"<title>{html.escape(name)}: {percent(value)}</title></rect>"
+                f"<title>{_escaped(name)}: {_escaped(percent(value))}</title></rect>"
             )
-            parts.append(f'<text x="{left + width * value + 4:.1f}" y="{y + bar - 3}" font-size="10">{percent(value)}</text>')
+            parts.append(f'<text x="{left + width * value + 4:.1f}" y="{y + bar - 3}" font-size="10">{_escaped(percent(value))}</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _escaped(value: Any) -> str:
+    """Any value as HTML text: every value the page shows goes through here."""
+    return html.escape(str(value))
 
 
 def _name(card: Mapping[str, Any]) -> str:
@@ -190,15 +262,15 @@ def _name(card: Mapping[str, Any]) -> str:
 def _legend(cards: Sequence[Mapping[str, Any]]) -> str:
     items = "".join(
         f'<span class="key"><span class="swatch" style="background:{COLOURS[i % len(COLOURS)]}"></span>'
-        f"{html.escape(_name(card))}</span>"
+        f"{_escaped(_name(card))}</span>"
         for i, card in enumerate(cards)
     )
     return f'<p class="legend">{items}</p>'
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    header = "".join(f"<th>{html.escape(cell)}</th>" for cell in head)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>" for row in rows)
+    header = "".join(f"<th>{_escaped(cell)}</th>" for cell in head)
+    body = "".join("<tr>" + "".join(f"<td>{_escaped(cell)}</td>" for cell in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -223,15 +295,16 @@ def html_report(cards: Sequence[Mapping[str, Any]]) -> str:
         "Overall quality",
     )
     meta = "".join(
-        f"<li><b>{html.escape(_name(card))}</b>: model {html.escape(str(card.get('model') or '–'))}, "
-        f"{html.escape('at ' + card['base_url'] if card.get('base_url') else 'in process')}, "
-        f"{card['overall']['cases']} cases, today {html.escape(str(card.get('today')))} ({html.escape(str(card.get('timezone')))}), "
-        f"{card.get('seconds', 0):.0f} s{html.escape(' — stopped early: ' + card['stopped'] if card.get('stopped') else '')}</li>"
+        f"<li><b>{_escaped(_name(card))}</b>: model {_escaped(card.get('model') or '–')}, "
+        f"{_escaped('at ' + card['base_url'] if card.get('base_url') else 'in process')}, "
+        f"{_escaped(card['overall']['cases'])} cases, today {_escaped(card.get('today'))} ({_escaped(card.get('timezone'))}), "
+        f"{_escaped(format(card.get('seconds', 0), '.0f'))} s"
+        f"{_escaped(' — stopped early: ' + card['stopped'] if card.get('stopped') else '')}</li>"
         for card in cards
     )
     cost_rows = [[_name(card), *_cost(card["overall"])] for card in cards]
     sections = [
-        f"<h1>maistro eval: {html.escape(' vs '.join(_name(card) for card in cards))}</h1>",
+        f"<h1>maistro eval: {_escaped(' vs '.join(_name(card) for card in cards))}</h1>",
         f'<ul class="meta">{meta}</ul>',
         _legend(cards),
         "<h2>Score by category</h2>",
@@ -248,7 +321,7 @@ def html_report(cards: Sequence[Mapping[str, Any]]) -> str:
         ]
         problems = [[case["case_id"], problem] for case in card["cases"] for problem in case["problems"]]
         sections += [
-            f"<h2>{html.escape(title(card))}</h2>",
+            f"<h2>{_escaped(title(card))}</h2>",
             _table(["category", "cases", *(label for _, label in QUALITY)], rows),
             f'<div class="problems">{_table(["case", "failed check"], problems) if problems else "<p>Every check passed.</p>"}</div>',
         ]

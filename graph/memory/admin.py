@@ -3,8 +3,9 @@
 import json
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore, Item, PutOp
@@ -12,9 +13,18 @@ from pydantic import ValidationError
 
 from graph.memory.change_log import change_log
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, document_problem, validation_problem
+from graph.memory.export_file import InvalidExportError, shape_problem, shown
 from graph.memory.kinds import MemoryKind, UnknownKindError, configured_kinds, kind_named, undeclared_kind
 from graph.memory.redaction import redact, redact_text
-from graph.memory.store import HISTORY, PAGE_SIZE, UNSTORABLE_CHARACTERS, namespace, search_all, user_label
+from graph.memory.store import (
+    HISTORY,
+    INTERNAL_NAMESPACES,
+    PAGE_SIZE,
+    UNSTORABLE_CHARACTERS,
+    namespace,
+    search_all,
+    user_label,
+)
 from schemas import HistoryEntry
 
 EXPORT_FORMAT = "task-maistro memories v1"
@@ -23,10 +33,6 @@ MAX_KEY_LENGTH = 256
 IMPORT_MESSAGE = "Imported from an export"
 # How far past the importing machine's clock a history entry may be dated (clocks differ a little).
 CLOCK_ALLOWANCE = timedelta(minutes=10)
-
-
-class InvalidExportError(ValueError):
-    """The data given to `import_memories` is not a task-maistro memory export."""
 
 
 def sections(kinds: Sequence[MemoryKind]) -> tuple[str, ...]:
@@ -38,11 +44,12 @@ def export_memories(store: BaseStore, user_id: str, kinds: Sequence[MemoryKind] 
     """Every stored document of the user and their change history: for each section, store key → value, keys
     sorted. A section for each of `kinds` (default: MAISTRO_MEMORY_KINDS, else the default kinds), then one for
     each memory namespace `(name, user)` of a kind not declared, as it is stored (`undeclared_sections` names
-    them), then the history."""
+    them), then the history. The agent's own bookkeeping (`INTERNAL_NAMESPACES`) is not the user's memory, and is
+    left out."""
     kinds = kinds or configured_kinds()
     stored: dict[str, dict[str, Any]] = {}
     for item in user_items(store, user_id):
-        if len(item.namespace) == 2:
+        if len(item.namespace) == 2 and item.namespace[0] not in INTERNAL_NAMESPACES:
             stored.setdefault(item.namespace[0], {})[item.key] = item.value
     names = [*(kind.name for kind in kinds), *sorted(set(stored) - {*sections(kinds)}), HISTORY]
     exported: dict[str, Any] = {"format": EXPORT_FORMAT}
@@ -94,6 +101,8 @@ def _history_problem(key: str, value: Any, now: datetime, kinds: Sequence[Memory
 
 def _placement_problem(name: str) -> str | None:
     """Why documents of the undeclared kind `name` cannot be stored for a user; None when they can."""
+    if name in INTERNAL_NAMESPACES:
+        return f"{name!r} holds the agent's own bookkeeping, which no import writes"
     try:
         undeclared_kind(name)
     except ValueError:
@@ -113,20 +122,16 @@ def _item_problem(section: str, key: Any, value: Any, now: datetime, kinds: Sequ
     return document_problem(kind, key, value)
 
 
-def _shown(key: Any) -> str:
-    """A key as an error message names it: secrets redacted, control characters escaped, cut to 40 characters."""
-    text = json.dumps(redact_text(str(key))[0], ensure_ascii=False)[1:-1]
-    return text if len(text) <= 40 else text[:40] + "…"
-
-
 def _checked_export(data: Any, kinds: Sequence[MemoryKind]) -> dict[str, dict[str, Any]]:
     """The export's sections, keys and values redacted, once every item is checked; else `InvalidExportError`."""
     if not isinstance(data, Mapping) or data.get("format") != EXPORT_FORMAT:
         raise InvalidExportError(f'not a task-maistro memory export (expected "format": "{EXPORT_FORMAT}")')
+    if problem := shape_problem(data):
+        raise InvalidExportError(problem)
     undeclared = undeclared_sections(data, kinds)
     for name in undeclared:
         if problem := _placement_problem(str(name)):
-            raise InvalidExportError(f'the section "{_shown(name)}" cannot be imported: {problem}')
+            raise InvalidExportError(f'the section "{shown(name)}" cannot be imported: {problem}')
     now = datetime.now(timezone.utc)
     checked: dict[str, dict[str, Any]] = {}
     for name in (*sections(kinds)[:-1], *undeclared, HISTORY):
@@ -136,11 +141,11 @@ def _checked_export(data: Any, kinds: Sequence[MemoryKind]) -> dict[str, dict[st
         redacted: dict[str, Any] = {}
         for key, value in section.items():
             if problem := _item_problem(name, key, value, now, kinds):
-                raise InvalidExportError(f'"{name}" item "{_shown(key)}" is invalid: {problem}')
+                raise InvalidExportError(f'"{name}" item "{shown(key)}" is invalid: {problem}')
             safe_key = redact_text(key)[0]
             if safe_key in redacted:
                 raise InvalidExportError(
-                    f'"{name}" item "{_shown(key)}" has the same key as another once secrets are redacted'
+                    f'"{name}" item "{shown(key)}" has the same key as another once secrets are redacted'
                 )
             redacted[safe_key] = redact(value)[0]
         checked[name] = redacted
@@ -155,7 +160,9 @@ def import_memories(
     The export may hold a section for each of `kinds` (default: MAISTRO_MEMORY_KINDS, else the default kinds),
     and sections of kinds not declared (an export made with another setting): those are written as they are,
     each document a JSON object, under the section's name (refused only when no memory can have that name).
-    Every item is
+    The export must be within an import's bounds (`graph.memory.export_file.shape_problem`: items, text length,
+    depth, plain JSON), and the agent's own bookkeeping (`INTERNAL_NAMESPACES`) is neither a section nor a kind a
+    history entry may name. Every item is
     checked first: memories against their stored schemas (`MemoryKind.stored_schema`), history
     entries against `HistoryEntry` and their documents against their memory's schema, not dated in the future;
     keys are non-empty, at most `MAX_KEY_LENGTH` characters, without control characters. The first problem
@@ -209,21 +216,59 @@ def last_thread(checkpointer: BaseCheckpointSaver, user_id: str) -> str | None:
     return latest.config["configurable"]["thread_id"] if latest else None
 
 
-def forget_user(store: BaseStore, checkpointer: BaseCheckpointSaver, user_id: str) -> tuple[int, int]:
-    """Delete every memory and every thread of the user; returns (memories deleted, threads deleted).
+@runtime_checkable
+class ThreadForgetter(Protocol):
+    """A checkpointer that deletes many threads at once and counts what it deleted (this project's savers)."""
 
-    On this project's stores the memories and the user's rows of the ToDo change log go in one transaction
-    (`graph.memory.change_log.ChangeLogStore.forget_user_items`); a ToDo another process writes while this runs stays, in the
-    store and in the log.
+    def forget_threads(self, thread_ids: Sequence[str]) -> dict[str, int]:
+        """Delete every row of the threads in one transaction; the rows deleted, by table."""
+        ...
+
+
+@dataclass(frozen=True)
+class ForgetReceipt:
+    """What `forget_user` did: how many memories (store items, history entries included) and threads it deleted,
+    the rows deleted by table (`rows`), what it did to the space they held (`erased`), and what may still hold
+    copies of them and why (`kept`), one sentence each."""
+
+    memories: int
+    threads: int
+    rows: dict[str, int]
+    erased: tuple[str, ...] = ()
+    kept: tuple[str, ...] = ()
+
+
+def forget_user(store: BaseStore, checkpointer: BaseCheckpointSaver, user_id: str) -> ForgetReceipt:
+    """Delete every memory and every thread of the user, and overwrite what they held on disk; returns the receipt.
+
+    On this project's stores everything stored in the user's namespaces goes in one transaction — memories,
+    history, index-outage markers, their embeddings, list-index rows and change-log rows
+    (`graph.memory.change_log.ChangeLogStore.forget_user_items`); then the threads' checkpoints (the messages that
+    quote the memories), and the space all of it held is overwritten (`erase_deleted`: SQLite rebuilds the file and
+    empties its write-ahead log, PostgreSQL rewrites the tables). A memory another process writes, in a namespace
+    of the user that did not exist yet, while this runs stays. Any other store or checkpointer deletes through its
+    own API, without erasure.
     """
     items = user_items(store, user_id)
-    deletions = [PutOp(item.namespace, item.key, None) for item in items]
+    threads = user_threads(checkpointer, user_id)
     logged = change_log(store)
     if logged is not None:
-        logged.forget_user_items(user_id, deletions)
-    elif deletions:
-        store.batch(deletions)
-    threads = user_threads(checkpointer, user_id)
-    for thread_id in threads:
-        checkpointer.delete_thread(thread_id)
-    return len(items), len(threads)
+        rows = logged.forget_user_items(user_id, sorted({item.namespace for item in items}))
+    else:
+        if items:
+            store.batch([PutOp(item.namespace, item.key, None) for item in items])
+        rows = {"store items": len(items)}
+    if isinstance(checkpointer, ThreadForgetter):
+        rows.update(checkpointer.forget_threads(threads))
+    else:
+        for thread_id in threads:
+            checkpointer.delete_thread(thread_id)
+        rows["threads"] = len(threads)
+    erasure = logged.erase_deleted([table for table, count in rows.items() if count]) if logged is not None else None
+    return ForgetReceipt(
+        memories=rows.get("store", len(items)),
+        threads=len(threads),
+        rows=rows,
+        erased=erasure.done if erasure else (),
+        kept=erasure.kept if erasure else (),
+    )

@@ -19,7 +19,8 @@ from typing import Any
 from langgraph.store.base import BaseStore
 from starlette.concurrency import run_in_threadpool
 
-from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, document_problem, ttl_for
+from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, document_problem
+from graph.memory.document_puts import ttl_for
 from graph.memory.kinds import MemoryKind, UnknownKindError, configured_kinds, kind_named
 from graph.memory.store import namespace, user_from_label
 

@@ -3,7 +3,8 @@
 This project's SQL stores (`graph.backends.atomic`, `graph.backends.atomic_postgres`) keep one: their
 database records which memory rows changed (every namespace but the history), so a turn reads its single
 documents and only the changed documents of each collection in one statement (`read_memory_rows`), and
-forgetting a user also clears the log (`forget_user_items`). They also keep a list index, so that the first
+forgetting a user also clears the log, the embeddings and the list index (`forget_user_items`), then overwrites
+what the deletes freed (`erase_deleted`). They also keep a list index, so that the first
 read of a long list returns only what a turn can show (`read_list_head`, `graph.backends.list_index`). Any other
 store (the `langgraph dev` server's own, `InMemoryStore`) is read and written through the `BaseStore` API alone;
 `change_log` tells the two apart.
@@ -15,7 +16,7 @@ from datetime import datetime
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import orjson
-from langgraph.store.base import BaseStore, Item, PutOp
+from langgraph.store.base import BaseStore, Item
 
 from graph.memory.kinds import MemoryKind
 
@@ -77,6 +78,14 @@ class ListHead:
     documents: list[StoredDocument]
 
 
+class Erasure(NamedTuple):
+    """What `ChangeLogStore.erase_deleted` did to the space deleted rows held (`done`), and what may still hold copies
+    of them and why (`kept`): one sentence each."""
+
+    done: tuple[str, ...]
+    kept: tuple[str, ...]
+
+
 @runtime_checkable
 class ChangeLogStore(Protocol):
     """A store with a memory change log, read through it once `change_log_installed` is true."""
@@ -88,8 +97,14 @@ class ChangeLogStore(Protocol):
         (without one: all of them), and each single document."""
         ...
 
-    def forget_user_items(self, user_id: str, deletions: Sequence[PutOp]) -> None:
-        """Delete the user's items (`deletions`) and their log rows in one transaction."""
+    def forget_user_items(self, user_id: str, namespaces: Sequence[tuple[str, ...]]) -> dict[str, int]:
+        """Delete every row of the user's `namespaces` (store items, embeddings, list-index and log rows) in one
+        transaction; returns the rows deleted, by table."""
+        ...
+
+    def erase_deleted(self, tables: Sequence[str]) -> Erasure:
+        """Overwrite what deleting rows of `tables` (this store's and its checkpointer's) freed in the database's
+        files, as far as this process can; say what was done and what may still hold copies."""
         ...
 
     def read_list_head(

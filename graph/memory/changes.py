@@ -3,7 +3,8 @@
 A history entry (`schemas.HistoryEntry`) holds the time, thread, memory kind, store key, action, the
 document before and after, and the user's message that caused it (secrets redacted). Undoing a change writes
 the document's earlier state back and records that as a change of its own, so an undo can be undone too.
-Done and archived ToDos are written with a TTL (MAISTRO_DONE_TODO_TTL_DAYS); open ones never expire.
+Done and archived ToDos are written with a TTL (MAISTRO_DONE_TODO_TTL_DAYS, `graph.memory.document_puts`); open
+ones never expire.
 A change and its history entry are one store batch, which this project's stores commit as one transaction
 (`graph.backends.atomic`); undo writes nothing that does not fit the memory's schema.
 
@@ -26,18 +27,16 @@ from langgraph.store.base import BaseStore, GetOp, PutOp
 from pydantic import ValidationError
 
 from graph.memory.conditions import ConflictError, Unchanged
+from graph.memory.document_puts import document_put
 from graph.memory.entries import UnknownChangeError, readable_entry
 from graph.memory.history import find_change, latest_change, newest_history
 from graph.memory.index_outage import write_saving_unindexed
-from graph.memory.kinds import TODO, MemoryKind, UnknownKindError, configured_kinds, kind_named, undeclared_kind
+from graph.memory.kinds import MemoryKind, UnknownKindError, configured_kinds, kind_named, undeclared_kind
 from graph.memory.redaction import redact
 from graph.memory.store import HISTORY, namespace
-from graph.settings import current_settings
 from schemas import HistoryEntry
 
 ENTRY_NAMESPACE = uuid.UUID("0b8f6f5e-6a53-4b8e-9d0c-7c1e9a3d2f41")
-CLOSED_STATUSES = ("done", "archived")
-MINUTES_PER_DAY = 24 * 60
 # How many history entries of one seed `committed_changes` asks for in one batch.
 ENTRIES_PER_LOOKUP = 32
 # Characters no stored string may hold: NUL (PostgreSQL cannot store it) and lone surrogates (not UTF-8).
@@ -126,7 +125,8 @@ def document_problem(kind: MemoryKind, key: str, document: Any) -> str | None:
     """Why `document` may not be stored as the user's `kind` memory under `key`, in a few words; None if it may.
 
     It must match the kind's stored schema exactly (`MemoryKind.stored_schema`: no unknown fields, no
-    coerced types), sit under the fixed key of a one-document memory, and hold no NUL or lone surrogate.
+    coerced types), sit under the fixed key of a one-document memory, hold no NUL or lone surrogate, and a free
+    text must fit the kind's `max_chars`.
     """
     if not kind.collection and key != kind.key:
         return f'the {kind.label} is kept under the key "{kind.key}" only'
@@ -140,18 +140,7 @@ def document_problem(kind: MemoryKind, key: str, document: Any) -> str | None:
         kind.stored_schema.model_validate_json(text)
     except ValidationError as error:
         return validation_problem(error)
-    return None
-
-
-def ttl_for(kind: MemoryKind, value: dict | None, days: float | None = None) -> float | None:
-    """The TTL in minutes to store a memory document with: only closed ToDos expire (0 days keeps them).
-
-    `days` is MAISTRO_DONE_TODO_TTL_DAYS, read from the settings unless given (a caller writing many reads it once).
-    """
-    if not (kind.name == TODO.name and value and value.get("status") in CLOSED_STATUSES):
-        return None
-    days = current_settings().done_todo_ttl_days if days is None else days
-    return days * MINUTES_PER_DAY if days > 0 else None
+    return kind.text_problem(document["memory"]) if kind.text else None
 
 
 def entry_id(seed: str, kind: MemoryKind, order: int) -> str:
@@ -204,9 +193,8 @@ def record_changes(
         *(Unchanged(ns, change.key, change.before) for change in changes),
         *(Unchanged(record.namespace, record.key, None) for record in records),
     ]
-    index = list(kind.indexed_fields) or False
-    puts = [*(PutOp(ns, c.key, c.after, index=index, ttl=ttl_for(kind, c.after)) for c in changes), *records]
-    write_saving_unindexed(store, conditions, puts)
+    puts = [*(document_put(kind, ns, change.key, change.after) for change in changes), *records]
+    write_saving_unindexed(store, conditions, puts, kind)
     return [record.value for record in records]
 
 

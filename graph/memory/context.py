@@ -74,9 +74,9 @@ class TurnMemories:
         return self.update[TODO.name]
 
     def text(self, kind: MemoryKind) -> str:
-        """The text of a free-text kind ("" when none was written)."""
+        """The text of a free-text kind as prompts carry it (`MemoryKind.prompt_text`; "" when none was written)."""
         documents = self.documents.get(kind.name) or [{}]
-        return documents[0].get("memory", "")
+        return kind.prompt_text(documents[0].get("memory", ""))
 
 
 def read_turn(

@@ -9,27 +9,37 @@ then writes the same batch again without the index, plus a marker for every item
 rank by their other signals. The log says once that the index is down, and once that it is back.
 
 Marked items are indexed again (written once more, unchanged, with their index) after the next write of the
-same user that the index accepts (which looks for the user's markers: one read more per write, on stores with an
-index), and by `reindex` (`maistro reindex`) for every user.
+same user and memory kind that the index accepts (which looks for the user's markers: one read more per write, on
+stores with an index), and by `reindex` (`maistro reindex`) for every user and every declared kind.
+
+A marker is the agent's own bookkeeping, but it sits in a store that users also write to (a server's store API,
+an import, an undo of a forged history entry), so nothing it holds is trusted: the item it stands for is read
+from where it is filed alone (the user its namespace names, the kind and key its key names, `marked_item`), and
+the index fields and TTL of the second write come from the kind (`graph.memory.document_puts`). A marker can thus
+only ever name its own user's documents, and a malformed one is dropped with a log line. The markers' namespace is
+refused by every user-facing path besides (`graph.memory.store.INTERNAL_NAMESPACES`).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 from langgraph.store.base import PutOp
 
 from graph.memory.conditions import ConflictError, Unchanged, write_unless_changed
-from graph.memory.store import search_all
+from graph.memory.document_puts import document_put
+from graph.memory.kinds import RESERVED_NAMES, MemoryKind, configured_kinds
+from graph.memory.store import UNINDEXED, search_all
 
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore, Item
 
-UNINDEXED = "unindexed"
 MAX_REASON_CHARS = 200
+# How much of a malformed marker's key the log line quotes.
+MAX_LOGGED_KEY_CHARS = 80
 _UNKNOWN = object()
 
 logger = logging.getLogger(__name__)
@@ -81,19 +91,39 @@ def _marker_namespace(item_namespace: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _marker(put: PutOp) -> PutOp:
-    """The note, filed under the item's user, that `put`'s item was written without its index."""
-    return PutOp(
-        _marker_namespace(put.namespace),
-        f"{put.namespace[0]}:{put.key}",
-        {"namespace": list(put.namespace), "key": put.key, "index": put.index, "ttl": put.ttl},
-        index=False,
-    )
+    """The note, filed under the item's user and named by its kind and key, that `put`'s item was written without
+    its index. Its value says nothing the reader uses (`marked_item`)."""
+    return PutOp(_marker_namespace(put.namespace), f"{put.namespace[0]}:{put.key}", {}, index=False)
 
 
-def write_saving_unindexed(store: BaseStore, conditions: Sequence[Unchanged], puts: Sequence[PutOp]) -> None:
+class MarkedItem(NamedTuple):
+    """The memory document a marker stands for: its kind's name, its namespace (`(kind, user label)`) and key."""
+
+    kind: str
+    namespace: tuple[str, str]
+    key: str
+
+
+def marked_item(note: Item) -> MarkedItem | None:
+    """The document the marker `note` stands for, read from where the marker is filed and never from its value: the
+    same user's (`("unindexed", label)` → `(kind, label)`), of the kind and key its key names (`kind:key`). None
+    when the marker is malformed: filed elsewhere, or keyed by no memory kind's name."""
+    if len(note.namespace) != 2 or note.namespace[0] != UNINDEXED:
+        return None
+    kind, colon, key = note.key.partition(":")
+    if not (colon and key and kind.isidentifier() and kind not in RESERVED_NAMES):
+        return None
+    return MarkedItem(kind, (kind, note.namespace[1]), key)
+
+
+def write_saving_unindexed(
+    store: BaseStore, conditions: Sequence[Unchanged], puts: Sequence[PutOp], kind: MemoryKind
+) -> None:
     """`write_unless_changed`, and if the semantic index fails the batch, the same batch without it (see the module).
 
-    A batch that fails again without the index raises that second error: the store itself failed, not its index.
+    `puts` write documents of `kind` (and entries of the history); once the index accepts them, the user's other
+    documents of `kind` left unindexed are indexed too. A batch that fails again without the index raises that
+    second error: the store itself failed, not its index.
     """
     indexed = [put for put in puts if _indexed(put)] if _may_index(store) else []
     if not indexed:
@@ -110,30 +140,49 @@ def write_saving_unindexed(store: BaseStore, conditions: Sequence[Unchanged], pu
         return
     health.answered()
     for owner in {_marker_namespace(put.namespace) for put in indexed}:
-        reindex(store, owner)
+        notes = [note for note in search_all(store, owner) if _kind_of(note) in (kind.name, None)]
+        _index_again(store, notes, {kind.name: kind})
 
 
-def reindex(store: BaseStore, markers: tuple[str, ...] = (UNINDEXED,)) -> int:
+def _kind_of(note: Item) -> str | None:
+    marked = marked_item(note)
+    return marked.kind if marked else None
+
+
+def reindex(
+    store: BaseStore, markers: tuple[str, ...] = (UNINDEXED,), kinds: Sequence[MemoryKind] | None = None
+) -> int:
     """Index the items saved unindexed under `markers` (default: every user's); returns how many were indexed.
 
     Each item is written again with its index, unchanged, in one batch that drops its marker; an item changed
-    meanwhile is left to the write that changed it, one deleted loses its marker. Stops at the first failure of
-    the index (the markers stay for next time).
+    meanwhile is left to the write that changed it, one deleted loses its marker, and so does one of a kind that
+    `kinds` (default: MAISTRO_MEMORY_KINDS, else the default kinds) does not index, and a malformed marker (with a
+    log line). Stops at the first failure of the index (the markers stay for next time).
     """
+    indexed_kinds = {kind.name: kind for kind in kinds or configured_kinds() if kind.indexed_fields}
+    return _index_again(store, search_all(store, markers), indexed_kinds)
+
+
+def _index_again(store: BaseStore, notes: Iterable[Item], kinds: Mapping[str, MemoryKind]) -> int:
+    """Index the documents the markers `notes` stand for, with their kind among `kinds` (see `reindex`)."""
     indexed = 0
-    for note in search_all(store, markers):
-        target: dict[str, Any] = note.value
-        item_namespace = tuple(target["namespace"])
-        item = store.get(item_namespace, target["key"])
+    for note in notes:
         drop = PutOp(note.namespace, note.key, None)
+        marked = marked_item(note)
+        if marked is None:
+            logger.warning(
+                "Dropped a malformed index-outage marker %r in %r: it names no memory of that user.",
+                note.key[:MAX_LOGGED_KEY_CHARS], ".".join(note.namespace)[:MAX_LOGGED_KEY_CHARS],
+            )
+        item = store.get(marked.namespace, marked.key) if marked and marked.kind in kinds else None
         if item is None:
             store.batch([drop])
             continue
-        again = PutOp(item_namespace, item.key, item.value, index=target["index"], ttl=target["ttl"])
+        again = document_put(kinds[marked.kind], item.namespace, item.key, item.value)
         try:
             write_unless_changed(
                 store,
-                [Unchanged(item_namespace, item.key, item.value), Unchanged(note.namespace, note.key, note.value)],
+                [Unchanged(item.namespace, item.key, item.value), Unchanged(note.namespace, note.key, note.value)],
                 [again, drop],
             )
         except ConflictError:

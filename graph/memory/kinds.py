@@ -13,6 +13,8 @@ names.
 
 import functools
 import importlib
+import importlib.machinery
+import importlib.util
 import os
 import re
 import sys
@@ -36,8 +38,9 @@ from prompts import (
 )
 from schemas import Instructions, Profile, ToDo
 
-# Namespaces the memory code keeps for itself: no kind may take them.
-RESERVED_NAMES = ("history",)
+# Namespaces the memory code keeps for itself: no kind may take them (graph.memory.store's HISTORY and
+# INTERNAL_NAMESPACES, named here too because that module may not import this one back).
+RESERVED_NAMES = ("history", "unindexed")
 # Names the graph uses itself, which no update node may take: the chat node, LangGraph's start and end, and the
 # state's keys (graph/state.py).
 GRAPH_NAMES = ("task_maistro", START, END, "messages", "summary", "remaining_steps", "resumed_calls")
@@ -78,9 +81,12 @@ class MemoryKind:
     of its documents in sentences for the user (default: the schema's title in words, "Contact" → "contact";
     `title` names the whole memory: "contact list"); `key` is where a single document is kept (default
     "user_<name>"); `text` makes it free text, rewritten with one model call instead of trustcall (its schema
-    needs a `memory: str` field); `guidance` marks a text kind as guidance for the assistant's replies (a tone, house rules):
-    the chat prompt shows it as something to follow rather than as facts about the user (the tutorial's
-    instructions guide the ToDo updates, whose prompt carries them, and are shown as they always were).
+    needs a `memory: str` field). A free text is standing guidance that enters every prompt, so it holds at most
+    `max_chars` characters, and the agent changes it only from the user's own words: a change that repeats words
+    of something the user pasted or quoted is held until they confirm it (`graph.nodes.update_text`).
+    `guidance` marks a text kind as guidance for the assistant's replies (a tone, house rules): the chat prompt
+    shows it as something to follow rather than as facts about the user (the tutorial's instructions guide the
+    ToDo updates, whose prompt carries them, and are shown as they always were).
 
     `instruction` is the extraction prompt (default: trustcall's generic one, or a rewrite of the text for a
     text kind; `{language_rule}`, `{now}` and, for text, `{current}` are filled in); `inserts`, `patches` and
@@ -224,6 +230,29 @@ class MemoryKind:
         return not self.status_field or document.get(self.status_field) in self.open_statuses
 
     @property
+    def max_chars(self) -> int | None:
+        """The most characters a free-text kind's text may hold (MAISTRO_MAX_INSTRUCTION_CHARS); None for any other
+        kind."""
+        return current_settings().max_instruction_chars if self.text else None
+
+    def text_problem(self, text: str) -> str | None:
+        """Why `text` may not be this free-text kind's text, in a few words (it is longer than `max_chars`); None if
+        it may, or the kind is not free text."""
+        limit = self.max_chars
+        if limit is None or len(text) <= limit:
+            return None
+        return (
+            f"the text is {len(text):,} characters, over the {limit:,} the {self.title} may hold "
+            "(MAISTRO_MAX_INSTRUCTION_CHARS)"
+        )
+
+    def prompt_text(self, text: str) -> str:
+        """A free-text kind's text as prompts carry it: cut to `max_chars` (a text saved before the limit was set, or
+        under a higher one, may be longer)."""
+        limit = self.max_chars
+        return text if limit is None else text[:limit]
+
+    @property
     def title(self) -> str:
         """The memory's name in sentences for the user: "ToDo list" for a collection of ToDos, else the label."""
         return f"{self.label} list" if self.collection else self.label
@@ -313,25 +342,34 @@ def check_kinds(kinds: Sequence[MemoryKind]) -> tuple[MemoryKind, ...]:
     return tuple(kinds)
 
 
-def _import_from_working_directory(module_name: str) -> Any:
-    """Import a module as `langgraph dev` started in the working directory would: that directory first on the
-    import path, for this import only (the console script does not put it there)."""
-    here = os.getcwd()
-    added = here not in sys.path and "" not in sys.path
-    if added:
-        sys.path.insert(0, here)
-    try:
+def _import_kinds_module(module_name: str) -> Any:
+    """Import `module_name` from the import path; only when no module of that name is there, its top-level
+    package or module from the working directory (as `langgraph dev` started there finds it).
+
+    The working directory never goes onto the import path: a file there cannot shadow an installed or standard
+    library module, neither the one named nor any the named module imports.
+    """
+    top = module_name.partition(".")[0]
+    if top in sys.modules or importlib.util.find_spec(top) is not None:
         return importlib.import_module(module_name)
-    finally:
-        if added:
-            sys.path.remove(here)
+    spec = importlib.machinery.PathFinder.find_spec(top, [os.getcwd()])
+    if spec is None or spec.loader is None:
+        raise ModuleNotFoundError(f"No module named {top!r} on the import path or in the working directory")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[top] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[top]
+        raise
+    return importlib.import_module(module_name)
 
 
 @functools.lru_cache(maxsize=8)
 def load_memory_kinds(spec: str) -> tuple[MemoryKind, ...]:
     """The memory kinds a MAISTRO_MEMORY_KINDS value (`package.module:NAME`) names; `DEFAULT_MEMORY_KINDS` for "".
 
-    The module is imported from the import path, else from the working directory. Raises `SettingsError`, one
+    The module is imported from the import path, else (that name only) from the working directory. Raises `SettingsError`, one
     sentence naming the variable, when the list cannot be used (the module does not import, has no such name,
     or the object is not a list of `MemoryKind` with distinct names).
     """
@@ -340,7 +378,7 @@ def load_memory_kinds(spec: str) -> tuple[MemoryKind, ...]:
     module_name, _, attribute = spec.partition(":")
     try:
         try:
-            module = _import_from_working_directory(module_name)
+            module = _import_kinds_module(module_name)
         except Exception as error:  # any failure of the user's module to import is reported, not raised
             raise ValueError(f"the module {module_name} cannot be imported ({type(error).__name__}: {error})") from None
         if not hasattr(module, attribute):

@@ -1,5 +1,10 @@
-"""One-line notes on memory changes, for people: e.g. "ToDo added: Book swim lessons" (the CLI prints them with ✎,
-and the update nodes send them to API clients as custom stream events)."""
+"""Notes on memory changes, for people: e.g. "ToDo added: Book swim lessons" (the CLI prints them with ✎,
+and the update nodes send them to API clients as custom stream events).
+
+A note is one line, except for a free-text kind (the instructions), whose note shows its change in full: a line
+for each sentence removed ("- …") and added ("+ …"), and for a change held until the user confirms it, how
+to confirm it.
+"""
 
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -7,9 +12,12 @@ from typing import Any
 from graph.memory.changes import MemoryChange
 from graph.memory.kinds import MemoryKind, UnknownKindError, kind_named
 from graph.memory.rendering import capitalized
+from graph.memory.text_diff import document_diff
 
 __all__ = ["change_notes"]
 
+# How a free-text change's lines are indented under its note's first line.
+INDENT = "  "
 
 
 def _document_note(kind: MemoryKind, change: MemoryChange) -> str:
@@ -43,12 +51,33 @@ def _change_notes(artifact: Mapping[str, Any], kinds: Sequence[MemoryKind]) -> l
     except UnknownKindError:
         return []
     if artifact.get("failed"):
-        return [f"{capitalized(kind.title)} not updated: the update failed"]
+        return [_refusal_note(kind, artifact)]
     if kind.collection:
         return [_document_note(kind, change) for change in changes]
     if not changes:
         return []
     if kind.text:
-        return [f"{capitalized(kind.title)} updated"]
+        return [_with_diff(f"{capitalized(kind.title)} updated", changes)]
     fields = dict.fromkeys(name for change in changes for name in change.changed_fields())
     return [f"{capitalized(kind.title)} updated ({', '.join(fields)})"] if fields else []
+
+
+def _with_diff(first_line: str, changes: Sequence[MemoryChange], *last_lines: str) -> str:
+    """A note whose first line is followed by the free-text changes in full (`graph.memory.text_diff`)."""
+    diff = [line for change in changes for line in document_diff(change.before, change.after)]
+    lines = [*diff, *last_lines]
+    return f"{first_line}:\n" + "\n".join(INDENT + line for line in lines) if lines else first_line
+
+
+def _refusal_note(kind: MemoryKind, artifact: Mapping[str, Any]) -> str:
+    """The note on an update that saved nothing: why, when the update said (with a held change in full, and how to
+    confirm it); else that it failed."""
+    problem = artifact.get("problem")
+    if not problem:
+        return f"{capitalized(kind.title)} not updated: the update failed"
+    first_line = f"{capitalized(kind.title)} not updated: {problem}"
+    proposal = artifact.get("proposal")
+    if not proposal:
+        return first_line
+    held = MemoryChange("updated", proposal["key"], proposal["before"], proposal["after"])
+    return _with_diff(f"{first_line}. Held for you to confirm", [held], f"To save it, send: {proposal['confirm']}")

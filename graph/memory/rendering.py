@@ -62,7 +62,7 @@ def render_documents(kind: MemoryKind, documents: Sequence[Mapping[str, Any]]) -
     if kind.render is not None:
         return kind.render(documents)
     if kind.text:
-        return documents[0].get("memory", "") if documents else ""
+        return kind.prompt_text(documents[0].get("memory", "")) if documents else ""
     if not kind.collection:
         return render_document(documents[0] if documents else None)
     return render_rows(kind, documents)

@@ -12,6 +12,12 @@ if TYPE_CHECKING:
     from graph.memory.kinds import MemoryKind
 
 HISTORY = "history"
+# Namespaces the agent keeps its own bookkeeping in (`graph.memory.index_outage`'s markers), one per user like the
+# memories. No memory kind may take their names, and no path a user writes through reaches them: the store API
+# refuses them (`graph.server.auth`), imports refuse them and exports leave them out (`graph.memory.admin`), and the
+# code that reads them trusts only where an item is filed, never what its value says.
+UNINDEXED = "unindexed"
+INTERNAL_NAMESPACES = (UNINDEXED,)
 PAGE_SIZE = 200
 # More items than one namespace holds: the limit that makes a search return the whole namespace.
 WHOLE_NAMESPACE = 10_000_000

@@ -185,6 +185,7 @@ def task_maistro(
             response = (model.bind_tools([update_memory_tool(kinds)]) if may_route else model).invoke(prompt)
         taken = ThreadView.of([*thread, *new_messages]).taken_ids
         normalised = normalise_reply(response, kinds, taken)
+        tell_quoted_calls(normalised.notes)
         if not may_route:
             new_messages.append(without_tool_calls(normalised.message))
             break
@@ -206,6 +207,13 @@ def tell_refusals(refusals: Sequence[Refusal]) -> None:
     """Send each refused call's note to the user as a failed `memory_update` event with no kind (the CLI prints it)."""
     for refusal in refusals:
         send_outcome(None, refusal.answer.tool_call_id, [refusal.note], failed=True)
+
+
+def tell_quoted_calls(notes: Sequence[str]) -> None:
+    """Send the notes that a reply's quoted calls were not run as one failed `memory_update` event with no kind and
+    no call (the CLI prints it)."""
+    if notes:
+        send_outcome(None, None, list(notes), failed=True)
 
 
 def with_fallback_reply(view: ThreadView, new_messages: list[AnyMessage], kinds: Sequence[MemoryKind]) -> list[AnyMessage]:

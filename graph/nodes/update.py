@@ -8,6 +8,8 @@ redaction, one batch for the changes and their history, and the tool answers.
 
 An update that saves less than it was asked is a failed update: its answer has status "error" and says why,
 its `memory_update` event is `failed`, and the chat node's follow-up reply tells the user (`must_tell_user`).
+A proposer that will not save what it was asked (a text over its kind's limit, a change held for the user to
+confirm) raises `NotSaved`, whose problem the user's note names.
 
 Each update happens once and overwrites nobody (`graph.memory.changes`). A replayed update (the process
 died after its commit, before the checkpoint recorded it) finds its changes in the history under its
@@ -41,6 +43,7 @@ from graph.memory.grounding import UserWords
 from graph.memory.kinds import MemoryKind
 from graph.memory.notes import change_notes
 from graph.memory.redaction import redact_text
+from graph.memory.text_diff import document_diff
 from graph.nodes.extraction import (
     UnusableOutputError,
     extract_changes,
@@ -62,6 +65,18 @@ CONFLICT_RETRIES = 1
 ROUTINGS_KEPT = 1024
 _routed_here: OrderedDict[str, None] = OrderedDict()
 _routed_lock = threading.Lock()
+
+
+class NotSaved(Exception):
+    """The update will not save what it was asked to: `answer` tells the model why and what to tell the user,
+    `problem` tells the user in a few words (their note), and `proposal`, when given, is a change held until the
+    user confirms it (`graph.nodes.update_text`), kept in the answer's artifact."""
+
+    def __init__(self, answer: str, problem: str, proposal: dict[str, Any] | None = None) -> None:
+        super().__init__(problem)
+        self.answer = answer
+        self.problem = problem
+        self.proposal = proposal
 
 
 def routed_here(message: AIMessage) -> None:
@@ -197,13 +212,16 @@ def answer_update_calls(
     secrets: set[str],
     *,
     failed: bool = False,
+    refusal: NotSaved | None = None,
 ) -> dict:
     """The node's state update: the report answers the first call (with the changes as artifact; status "error"
-    when the update `failed`), the rest point to it.
+    when the update `failed`, or was refused: `refusal`'s problem and proposal go in the artifact too), the rest
+    point to it.
 
     Runs streamed with `stream_mode="custom"` get the outcome at once (`send_outcome`), with the notes people
-    read (e.g. "ToDo added: Book swim lessons").
+    read (e.g. "ToDo added: Book swim lessons") and, for a free-text kind, the change in full.
     """
+    failed = failed or refusal is not None
     if secrets:
         report += SECRETS_NOT_SAVED.format(secrets=", ".join(sorted(secrets)))
     # A collection's reply names its items, so one that changed none must hear it; so must a withheld secret.
@@ -214,9 +232,11 @@ def answer_update_calls(
         "secrets": sorted(secrets),
         "failed": failed,
         "tell_user": tell_user,
+        "problem": refusal.problem if refusal else None,
+        "proposal": refusal.proposal if refusal else None,
     }
     status = "error" if failed else "success"
-    send_outcome(kind.name, calls[0]["id"], change_notes(artifact, [kind]), failed=failed)
+    send_outcome(kind.name, calls[0]["id"], change_notes(artifact, [kind]), failed=failed, **text_change(artifact, kind))
     return {
         "messages": [
             ToolMessage(content=report, tool_call_id=calls[0]["id"], artifact=artifact, status=status),
@@ -225,11 +245,28 @@ def answer_update_calls(
     }
 
 
-def send_outcome(kind: str | None, tool_call_id: str, notes: list[str], *, failed: bool) -> None:
+def send_outcome(
+    kind: str | None, tool_call_id: str | None, notes: list[str], *, failed: bool, **details: Any
+) -> None:
     """Send a call's outcome to runs streamed with `stream_mode="custom"`: `{MEMORY_UPDATE_EVENT: {"kind",
-    "tool_call_id", "notes", "failed"}}` (`kind` is None for a call that named no memory kind)."""
-    event = {"kind": kind, "tool_call_id": tool_call_id, "notes": notes, "failed": failed}
+    "tool_call_id", "notes", "failed"}}` (`kind` is None for a call that named no memory kind; `tool_call_id` is
+    None for the calls a reply only quoted), with the `details` of a free-text kind's change (`text_change`)."""
+    event = {"kind": kind, "tool_call_id": tool_call_id, "notes": notes, "failed": failed, **details}
     get_stream_writer()({MEMORY_UPDATE_EVENT: event})
+
+
+def text_change(artifact: dict[str, Any], kind: MemoryKind) -> dict[str, Any]:
+    """What a free-text kind's `memory_update` event adds: `diff`, the sentences its change removed ("- …") and
+    added ("+ …") in full, or those of the change held for confirmation; and `proposal` (None unless one is held):
+    `{"code", "confirm", "words"}`, the code the user sends to save it and the words it took from pasted text.
+    Nothing for any other kind."""
+    if not kind.text:
+        return {}
+    proposal = artifact.get("proposal")
+    changes = [proposal] if proposal else artifact["changes"]
+    diff = [line for change in changes for line in document_diff(change["before"], change["after"])]
+    held = {name: proposal[name] for name in ("code", "confirm", "words")} if proposal else None
+    return {"diff": diff, "proposal": held}
 
 
 def update_memory(
@@ -263,6 +300,8 @@ def update_memory(
         except UnusableOutputError as error:
             failure = EXTRACTION_FAILED.format(memory=kind.title, problem=error.problem)
             return answer_update_calls(calls, failure, kind, [], set(), failed=True)
+        except NotSaved as refusal:
+            return answer_update_calls(calls, refusal.answer, kind, [], set(), refusal=refusal)
         try:
             saved, secrets = commit_changes(store, request.user_id, kind, proposed, context)
         except ConflictError:

@@ -10,8 +10,10 @@ With tokens, a request without a valid `Authorization: Bearer <token>` (or `X-Ap
 Agent Chat UI and the SDKs' `api_key=` send) gets 401, and every resource is
 owned: threads (and the runs on them) and assistants carry their owner in their metadata and are filtered
 by it; store namespaces must have the caller's `user_label` as their second label (`("todo", label)`);
-crons and anything else are refused. The server hands the caller to the graph as
-`config["configurable"]["langgraph_auth_user"]`, whose identity `Configuration` prefers to any client `user_id`.
+crons and anything else are refused. Whether auth is on or not, no store request may name a namespace the agent
+keeps its own bookkeeping in (`graph.memory.store.INTERNAL_NAMESPACES`): 403. The server hands the caller to the
+graph as `config["configurable"]["langgraph_auth_user"]`, whose identity `Configuration` prefers to any client
+`user_id`.
 Where langgraph-api and Aegra call these rules differently, `graph.server.platform` says how.
 Whether auth is on or not, store values, run inputs and store search limits are bounded (HTTP 413, clamps).
 
@@ -30,7 +32,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from graph.memory.store import InvalidUserIdError, check_user_id, user_label
+from graph.memory.store import INTERNAL_NAMESPACES, InvalidUserIdError, check_user_id, user_label
 from graph.server.limits import MAX_RUN_INPUT_BYTES, MAX_SEARCH_LIMIT, MAX_STORE_VALUE_BYTES, json_size
 from graph.server.platform import header_values, run_input, server_store, store_request_namespace, store_rule_result
 from graph.settings import Settings, current_settings
@@ -240,6 +242,13 @@ def scoped_namespace(action: str, namespace: tuple[str, ...] | None, label: str)
     raise _forbidden("Name a namespace of your own: (kind, your user label)")
 
 
+def refuse_internal_namespace(namespace: tuple[str, ...]) -> None:
+    """403 for a store request whose namespace (or prefix) is one the agent keeps its own bookkeeping in: no request
+    may read, write, search or list it, whoever sends it."""
+    if namespace and namespace[0] in INTERNAL_NAMESPACES:
+        raise _forbidden(f"The namespace {namespace[0]!r} holds the agent's own bookkeeping; no request may use it")
+
+
 def bound_store_request(action: str, value: dict) -> None:
     """Refuse an oversized store value (HTTP 413) and clamp a search's limit and offset to sane ranges."""
     if action == "put" and value.get("value") is not None:
@@ -261,12 +270,14 @@ def _as_int(value: Any, fallback: int) -> int:
 
 
 async def own_memories(ctx: Auth.types.AuthContext, value: dict) -> dict | None:
-    """Store: sizes bounded; with auth on, only namespaces whose second label is the caller's `user_label`
-    (prefixes are narrowed to them); memory writes checked and recorded (`graph.memory.api_writes`)."""
+    """Store: sizes bounded; the agent's own bookkeeping refused; with auth on, only namespaces whose second label
+    is the caller's `user_label` (prefixes are narrowed to them); memory writes checked and recorded
+    (`graph.memory.api_writes`)."""
     from graph.memory.api_writes import check_api_write
 
     bound_store_request(ctx.action, value)
     namespace = store_request_namespace(ctx.action, value)
+    refuse_internal_namespace(namespace)
     if auth_enabled():
         namespace = scoped_namespace(ctx.action, namespace, user_label(ctx.user.identity))
     elif not namespace:

@@ -37,6 +37,7 @@ from graph.memory.index_outage import search_by_meaning
 from graph.memory.kinds import MemoryKind, UnknownKindError, kind_named
 from graph.memory.selection import deadline_of
 from graph.memory.store import namespace, read_kind
+from graph.memory.text_diff import document_diff
 from graph.server.limits import MAX_STORE_VALUE_BYTES, json_size
 from graph.settings import current_settings
 
@@ -91,6 +92,7 @@ def kind_entry(kind: MemoryKind) -> dict[str, Any]:
         "open_statuses": list(kind.open_statuses),
         "deadline_field": kind.deadline_field,
         "searchable": bool(kind.indexed_fields),
+        "max_chars": kind.max_chars,
         "schema": kind.schema.model_json_schema(),
     }
 
@@ -111,8 +113,9 @@ def read_memories(
 ) -> dict[str, Any]:
     """Everything the page shows for one user: the memory `kinds`, the documents of each by kind name (open first),
     each with why it does not fit its schema (None when it does), and the history: its newest `history_shown`
-    entries (newest first) and how many items it holds."""
+    entries (newest first; a free-text kind's with its `diff`, `entry_with_diff`) and how many items it holds."""
     history = history_page(store, user_id, history_shown)
+    text_kinds = {kind.name for kind in kinds if kind.text}
     return {
         "user_id": user_id,
         "kinds": [kind_entry(kind) for kind in kinds],
@@ -120,9 +123,17 @@ def read_memories(
             kind.name: [document_entry(kind, item) for item in open_first(kind, read_kind(store, kind, user_id))]
             for kind in kinds
         },
-        "history": history.entries,
+        "history": [entry_with_diff(entry, text_kinds) for entry in history.entries],
         "history_total": history.total,
     }
+
+
+def entry_with_diff(entry: dict[str, Any], text_kinds: set[str]) -> dict[str, Any]:
+    """A history entry as the page gets it: a change to a free-text kind (the instructions) with the sentences it
+    removed ("- …") and added ("+ …") in full, as `diff` (`graph.memory.text_diff`)."""
+    if entry["kind"] not in text_kinds:
+        return entry
+    return {**entry, "diff": document_diff(entry["before"], entry["after"])}
 
 
 def memories_version(store: BaseStore, user_id: str, kinds: Sequence[MemoryKind], history_shown: int) -> str:

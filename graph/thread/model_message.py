@@ -3,14 +3,18 @@
 Models other than OpenAI's (small local ones most) misbehave with tools in well-known ways; `normalise_reply`
 mends each of them once, right after the model call, so nothing after it has to:
 
-- calls written as text in the reply (`graph.thread.text_calls`) become real calls and leave the text, when
-  they name the offered tool with valid arguments;
+- a reply that *is* a call written as text, in a known format (`graph.thread.text_calls`: the whole reply, or a
+  format's markers at its start), becomes real calls and no text; a reply that quotes a call (in prose, a fence,
+  inline code) keeps its text whole and nothing of it runs: the user is told the quoted call was not run
+  (`notes`) when it would have named a memory;
 - malformed JSON arguments (langchain's `invalid_tool_calls`) are mended with json-repair and then validated
   like any call; a call that does not validate stays in the message (with what could be read) and is answered
   as refused, so a strict server always finds the answer it wants (langchain-openai sends invalid calls too);
 - near-miss routing values ("todos", "ToDo", "profile", "instruction") become the update type of the memory
   kind they obviously name (`update_type_for`); a tool or update type that names nothing is refused with an
   answer, once;
+- arguments past the bounds of `graph.thread.bounded_json` (longer, or nested deeper) are refused as malformed:
+  model text is read in linear time, and nothing a parser or json-repair raises leaves the boundary;
 - missing, empty and repeated call ids (in the message or anywhere in the thread) get fresh unique ids.
 
 `sendable_message` applies the protocol part of this (ids, invalid calls) to messages already stored, so
@@ -22,14 +26,15 @@ import uuid
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
-import json_repair
 from langchain_core.messages import AIMessage, ToolMessage
 
-from graph.memory.kinds import MemoryKind
-from graph.thread.text_calls import TextCall, find_text_calls
+from graph.memory.kinds import MemoryKind, kind_for_update
+from graph.thread.bounded_json import MAX_JSON_DEPTH, NOT_JSON, TOO_DEEP, Reading, read_json, value_depth
+from graph.thread.text_calls import NOT_AN_OBJECT, TextCall, quoted_calls, written_calls
 from prompts import (
     INVALID_UPDATE_ANSWER,
     MALFORMED_CALL_ANSWER,
+    QUOTED_CALL_NOTE,
     REFUSED_MALFORMED_NOTE,
     REFUSED_UNKNOWN_TOOL_NOTE,
     REFUSED_UPDATE_TYPE_NOTE,
@@ -49,7 +54,8 @@ class Refusal:
 
 @dataclass(frozen=True)
 class NormalisedReply:
-    """The model's message as the thread stores it, and the refusals that answer its calls that cannot run.
+    """The model's message as the thread stores it, the refusals that answer its calls that cannot run, and notes
+    for the user that answer no call (a quoted call that was not run).
 
     `mended` names what was mended, for the log and the tests (e.g. "text call", "fresh id").
     """
@@ -57,6 +63,7 @@ class NormalisedReply:
     message: AIMessage
     refusals: list[Refusal] = field(default_factory=list)
     mended: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def _word_forms(word: str) -> set[str]:
@@ -93,18 +100,13 @@ def fresh_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
 
-def mended_args(arguments: object) -> dict | None:
+def read_arguments(arguments: object) -> Reading:
     """The arguments of a malformed call as json-repair mends them (trailing commas, single quotes, cut short),
-    or None when they do not make a JSON object."""
+    within the bounds of `graph.thread.bounded_json`; a value that is not a JSON object is a problem too."""
     if isinstance(arguments, dict):
-        return arguments
-    if not isinstance(arguments, str) or not arguments.strip():
-        return None
-    try:
-        value = json_repair.loads(arguments)
-    except Exception:  # json-repair gives up on some input
-        return None
-    return value if isinstance(value, dict) else None
+        return Reading(arguments)
+    reading = read_json(arguments, mend=True) if isinstance(arguments, str) else Reading(problem=NOT_JSON)
+    return reading if reading.problem or isinstance(reading.value, dict) else Reading(problem=NOT_AN_OBJECT)
 
 
 class _Boundary:
@@ -115,6 +117,7 @@ class _Boundary:
         self.taken = set(taken_ids)
         self.refusals: list[Refusal] = []
         self.mended: list[str] = []
+        self.notes: list[str] = []
 
     def call_id(self, call_id: object) -> str:
         """The id a call keeps, or a fresh one when it has none, an empty one or one already used."""
@@ -126,26 +129,28 @@ class _Boundary:
         self.taken.add(fresh)
         return fresh
 
+    def update_type(self, name: object, args: dict) -> str | None:
+        """The update type of the memory a call names (near misses mended), or None when it names none."""
+        return update_type_for(self.kinds, args.get("update_type")) if is_update_tool(name) else None
+
     def routed(self, name: object, args: dict) -> dict | None:
         """A call's name and arguments as UpdateMemory takes them, or None when they do not name a memory."""
-        update_type = update_type_for(self.kinds, args.get("update_type"))
-        if not is_update_tool(name) or update_type is None:
+        update_type = self.update_type(name, args)
+        if update_type is None:
             return None
         if update_type != args.get("update_type") or name != UPDATE_TOOL:
             self.mended.append("near-miss routing")
         return {"name": UPDATE_TOOL, "args": {**args, "update_type": update_type}}
 
-    def accept_text_call(self, call: TextCall) -> TextCall | None:
-        """A call written as text, corrected, when it names the offered tool with valid arguments."""
-        routed = self.routed(call.name, call.args)
-        return None if routed is None else TextCall(routed["name"], routed["args"], call.span)
-
     def refuse(self, call_id: str, answer: str, note: str) -> None:
         self.refusals.append(Refusal(ToolMessage(content=answer, tool_call_id=call_id, status="error"), note))
 
     def tool_call(self, name: object, args: dict, call_id: object) -> dict:
-        """The call as stored: routed when it can be, else kept as sent and refused with an answer."""
+        """The call as stored: routed when it can be, else kept as sent and refused with an answer; arguments
+        nested past MAX_JSON_DEPTH (no checkpoint stores them) are refused as malformed."""
         call_id = self.call_id(call_id)
+        if value_depth(args) > MAX_JSON_DEPTH:
+            return self.malformed(call_id, name, TOO_DEEP)
         if (routed := self.routed(name, args)) is not None:
             return {**routed, "id": call_id, "type": "tool_call"}
         shown_name = name if isinstance(name, str) and name else "unnamed"
@@ -159,17 +164,41 @@ class _Boundary:
             )
         return {"name": shown_name, "args": args, "id": call_id, "type": "tool_call"}
 
+    def malformed(self, call_id: str, name: object, problem: str, error: str | None = "") -> dict:
+        """A call whose arguments could not be read, kept with none and refused; `error` is what the model is told
+        (default: the `problem`, which the user reads)."""
+        self.refuse(call_id, MALFORMED_CALL_ANSWER.format(error=error or problem), REFUSED_MALFORMED_NOTE.format(problem=problem))
+        return {"name": name if isinstance(name, str) and name else UPDATE_TOOL, "args": {}, "id": call_id, "type": "tool_call"}
+
     def invalid_call(self, call: dict) -> dict:
         """A call whose arguments were not valid JSON: mended when json-repair can (and then routed or refused like
         any call), else kept with no arguments and refused as malformed."""
-        if (args := mended_args(call.get("args"))) is not None:
+        reading = read_arguments(call.get("args"))
+        if not reading.problem:
             self.mended.append("repaired arguments")
-            return self.tool_call(call.get("name"), args, call.get("id"))
-        call_id = self.call_id(call.get("id"))
-        name = call.get("name") if isinstance(call.get("name"), str) and call.get("name") else UPDATE_TOOL
-        error = call.get("error") or "not valid JSON"
-        self.refuse(call_id, MALFORMED_CALL_ANSWER.format(error=error), REFUSED_MALFORMED_NOTE)
-        return {"name": name, "args": {}, "id": call_id, "type": "tool_call"}
+            return self.tool_call(call.get("name"), reading.value, call.get("id"))
+        error = call.get("error") if reading.problem == NOT_JSON else ""
+        return self.malformed(self.call_id(call.get("id")), call.get("name"), reading.problem, error)
+
+    def written_call(self, call: TextCall) -> dict:
+        """A call the reply was written as: routed or refused like any call, or refused as malformed when it could
+        not be read."""
+        self.mended.append("text call")
+        if call.args is None:
+            return self.malformed(self.call_id(None), call.name, call.problem)
+        return self.tool_call(call.name, call.args, None)
+
+    def tell_quoted(self, quoted: Iterable[TextCall], calls: Sequence[dict]) -> None:
+        """Tell the user that the calls a reply quotes were not run, those that would have updated a memory the
+        message's own `calls` do not update."""
+        refused = {refusal.answer.tool_call_id for refusal in self.refusals}
+        updated = {call["args"].get("update_type") for call in calls if call["name"] == UPDATE_TOOL and call["id"] not in refused}
+        named = (self.update_type(call.name, call.args) for call in quoted)
+        titles = dict.fromkeys(
+            kind_for_update(self.kinds, update_type).title for update_type in named if update_type not in {None, *updated}
+        )
+        if titles:
+            self.notes.append(QUOTED_CALL_NOTE.format(memory=" and ".join(titles)))
 
 
 def normalise_reply(message: AIMessage, kinds: Sequence[MemoryKind], taken_ids: Collection[str]) -> NormalisedReply:
@@ -178,15 +207,20 @@ def normalise_reply(message: AIMessage, kinds: Sequence[MemoryKind], taken_ids: 
     boundary = _Boundary(kinds, taken_ids)
     content = message.content
     written: list[TextCall] = []
+    quoted: list[TextCall] = []
     if isinstance(content, str) and content:
-        written, content = find_text_calls(content, boundary.accept_text_call)
-        boundary.mended += ["text call"] * len(written)
+        if (found := written_calls(content)) is None:
+            quoted = list(quoted_calls(content))
+        else:
+            written, content = found, ""
+            boundary.mended.append("reply written as calls")
     calls = [boundary.tool_call(call["name"], call["args"], call.get("id")) for call in message.tool_calls]
     calls += [boundary.invalid_call(call) for call in message.invalid_tool_calls]
-    calls += [boundary.tool_call(call.name, call.args, None) for call in written]
+    calls += [boundary.written_call(call) for call in written]
+    boundary.tell_quoted(quoted, calls)
     if not boundary.mended and not boundary.refusals:
-        return NormalisedReply(message)
-    return NormalisedReply(_with_calls(message, content, calls), boundary.refusals, boundary.mended)
+        return NormalisedReply(message, notes=boundary.notes)
+    return NormalisedReply(_with_calls(message, content, calls), boundary.refusals, boundary.mended, boundary.notes)
 
 
 def _with_calls(message: AIMessage, content: str | list, calls: list[dict]) -> AIMessage:

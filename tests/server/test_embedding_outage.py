@@ -17,7 +17,7 @@ from langgraph_sdk import get_sync_client
 from graph.memory.store import user_label
 from tests.support.aegra_server import HEALTH, SERVER_KINDS, embedding_server, start_aegra
 from tests.support.embedding_stub import EmbeddingStub
-from tests.support.helpers import free_port
+from tests.support.helpers import ReservedPort
 from tests.support.langgraph_server import (
     langgraph_dev,
     new_thread,
@@ -51,7 +51,7 @@ def server_with_index_down(kind: str, directory: Path, stub: OpenAIStub, postgre
     env = token_environment(directory, stub, {USER: TOKEN})
     with ExitStack() as running:
         if kind == "aegra":
-            port = free_port()
+            port = running.enter_context(ReservedPort()).port  # held until the embedding server takes it
             env.update(DATABASE_URL=create_database(postgres_url), OLLAMA_HOST=f"http://127.0.0.1:{port}")
             process, url, log = start_aegra(directory, env, "aegra")
             running.callback(stop, process)

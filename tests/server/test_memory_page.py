@@ -14,6 +14,7 @@ import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
+from langgraph_sdk.errors import APIStatusError
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from graph.memory.store import HISTORY, user_label
@@ -652,3 +653,40 @@ def test_bad_documents_of_an_added_kind_get_a_400_with_one_sentence_and_change_n
         assert (answer.status_code, answer.json()["detail"]) == (400, detail), body
     assert httpx.post(f"{api}/no_such_kind/documents", json={"value": {}}, headers=headers, timeout=WAIT).status_code == 404
     assert (habits(alice, ALICE), stored_history(alice, ALICE)) == before
+
+
+def test_every_instruction_change_shows_in_full_in_the_history_and_a_text_over_the_cap_is_refused(server, script, open_tab):
+    alice = sdk(server, ALICE)
+    api, headers = f"{server}/memories/api", {"Authorization": f"Bearer {TOKENS[ALICE]}"}
+    path = f"{api}/kinds/{INSTRUCTIONS}/documents/{INSTRUCTIONS_KEY}"
+    written = httpx.put(path, json={"value": {"memory": "Name local shops. Keep tasks short."}}, headers=headers, timeout=WAIT)
+    assert written.status_code == 200, written.text
+    rewritten = "Name local shops. Add a time estimate to every ToDo. 备注用中文写。"
+    script.add("chat", update("instructions"), text_reply("Noted."))
+    script.add("instructions", text_reply(rewritten))
+    play(alice, new_thread(alice), "Add a time estimate to every ToDo, drop the rule on short tasks, and 备注用中文写。")
+    page = open_tab(expected=("400",))
+
+    sign_in(page, server, TOKENS[ALICE])
+
+    newest = page.locator("#history-list > li").first
+    expect(newest).to_contain_text("Instructions changed")
+    expect(newest.locator(".diff li")).to_have_text(
+        ["- Keep tasks short.", "+ Add a time estimate to every ToDo.", "+ 备注用中文写。"]
+    )
+    expect(newest.locator(".diff .removed")).to_have_count(1)
+    screenshot(newest, "instructions-change.png")
+    before = (stored(alice, INSTRUCTIONS, ALICE, INSTRUCTIONS_KEY), stored_history(alice, ALICE))
+    page.get_by_role("button", name="Edit: Instructions").click()
+    page.get_by_label("Preferences for how to update the ToDo list (at most 4,000 characters)").fill("x" * 4001)
+    page.get_by_role("button", name="Save instructions").click()
+    expect(page.get_by_role("alert")).to_have_text(
+        "The instructions was not saved: the text is 4,001 characters, over the 4,000 the instructions may hold "
+        "(MAISTRO_MAX_INSTRUCTION_CHARS)."
+    )
+    with pytest.raises(APIStatusError) as through_the_store_api:
+        alice.store.put_item((INSTRUCTIONS, user_label(ALICE)), INSTRUCTIONS_KEY, {"memory": "x" * 4001})
+    assert through_the_store_api.value.response.status_code == 422
+    assert "the text is 4,001 characters, over the 4,000" in through_the_store_api.value.response.text
+    assert (stored(alice, INSTRUCTIONS, ALICE, INSTRUCTIONS_KEY), stored_history(alice, ALICE)) == before
+    assert before[0] == {"memory": rewritten}

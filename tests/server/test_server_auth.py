@@ -20,7 +20,7 @@ from langgraph_sdk import Auth, get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
 from graph.configuration import Configuration
-from graph.memory.store import user_label
+from graph.memory.store import UNINDEXED, user_label
 from graph.server import auth as server_auth
 from graph.server.limits import MAX_STORE_VALUE_BYTES
 from graph.settings import Settings
@@ -503,6 +503,13 @@ def attack_store(client: SyncLangGraphClient, attempts: Attempts, bob: BobsData)
     attempts.target("store.search_items everything", lambda: client.store.search_items((), limit=100))
     attempts.listing("store.list_namespaces", lambda: client.store.list_namespaces())
     attempts.listing("store.list_namespaces suffix", lambda: client.store.list_namespaces(suffix=[label]))
+    # The agent's bookkeeping in the attacker's own namespace: a marker there once pointed the next memory turn at
+    # the other user's profile (tests/server/test_bookkeeping.py plays the whole attack).
+    own_markers = (UNINDEXED, user_label(attempts.attacker))
+    pointer = {"namespace": [PROFILE, label], "key": PROFILE_KEY, "index": ["name"], "ttl": 1}
+    attempts.target("store.put_item bookkeeping", lambda: client.store.put_item(own_markers, "todo:planted", pointer))
+    attempts.target("store.get_item bookkeeping", lambda: client.store.get_item(own_markers, "todo:planted"))
+    attempts.target("store.list_namespaces bookkeeping", lambda: client.store.list_namespaces(prefix=[UNINDEXED]))
 
 
 def test_no_user_reaches_another_users_threads_runs_assistants_or_memories(clients, bobs_data):

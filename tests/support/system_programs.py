@@ -1,4 +1,5 @@
-"""Programs the tests need from the system rather than from PyPI: Chromium for the browser tests, Redis for Aegra.
+"""Programs the tests need from the system rather than from PyPI: Chromium for the browser tests, Redis for Aegra,
+CMake and g++ for llama.cpp's server (tests/support/llama_server.py).
 
 The README's "Tests" section installs them with one line, `INSTALL`; a test that needs one that is missing fails
 with that line (never skips).
@@ -8,7 +9,7 @@ import shutil
 
 import pytest
 
-INSTALL = "sudo apt-get update && sudo apt-get install -y chromium redis-server"
+INSTALL = "sudo apt-get update && sudo apt-get install -y chromium redis-server cmake g++"
 
 
 def system_program(name: str) -> str:

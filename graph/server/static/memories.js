@@ -685,7 +685,7 @@ function openEditor(kind, entry, where) {
   const stored = entry && entry.value && !entry.problem ? entry.value : entry && isRecord(entry.value) ? entry.value : undefined;
   const name = entry ? documentName(kind, entry) : `new ${kind.label}`;
   const fields = kind.text
-    ? control(kind.schema, "memory", shape(kind.schema, kind.schema.properties.memory), stored ? stored.memory : undefined, true, capitalized(kind.description), true)
+    ? control(kind.schema, "memory", shape(kind.schema, kind.schema.properties.memory), stored ? stored.memory : undefined, true, `${capitalized(kind.description)} (at most ${kind.max_chars.toLocaleString("en")} characters)`, true)
     : recordControl(kind.schema, kind.schema, stored, null, false);
   const form = el("form", { class: "editor", "aria-label": entry ? `Edit ${name}` : `Add a ${kind.label}` },
     fields.node,
@@ -797,9 +797,16 @@ function fieldChanges(entry) {
     });
 }
 
+// A free-text change (the instructions) in full: each sentence removed ("- …") and added ("+ …"), from the server.
+function diffList(diff) {
+  return el("ul", { class: "diff", "aria-label": "Sentences removed and added" },
+    diff.map((line) => el("li", { class: line.startsWith("+ ") ? "added" : "removed", text: line })));
+}
+
 function historyItem(entry) {
   const title = `${subject(entry)} ${(entry.undoes ? UNDONE : ACTIONS)[entry.action] || entry.action}`;
-  const changes = fieldChanges(entry);
+  const diff = entry.diff || [];
+  const changes = diff.length ? [] : fieldChanges(entry);
   // The user's own words when a chat made the change; the page's or CLI's note otherwise (an undo needs none).
   const said = entry.thread_id ? quoted(shorten(entry.message, 200)) : entry.undoes ? "" : entry.message;
   return el("li", {},
@@ -807,6 +814,7 @@ function historyItem(entry) {
       el("p", { class: "when" }, el("time", { datetime: entry.time, text: showDate(entry.time) })),
       el("p", { class: "what", text: title }),
       changes.length ? el("p", { class: "fields", text: changes.join("; ") }) : null,
+      diff.length ? diffList(diff) : null,
       said ? el("p", { class: "message", text: said }) : null,
     ),
     el("button", {
