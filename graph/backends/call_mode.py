@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, Field
 
-from graph.thread.text_calls import find_text_calls
+from graph.thread.text_calls import written_calls
 
 PRECHECK_TIMEOUT_SECONDS = 60
 PRECHECK_PROMPT = "Call the SaveNote tool with the text 'ping'. Do not answer in text."
@@ -52,8 +52,7 @@ def calls_the_tool(reply: AIMessage) -> bool:
     boundary reads."""
     if any(call["name"] == SaveNote.__name__ for call in reply.tool_calls):
         return True
-    found, _ = find_text_calls(reply.text, lambda call: call if call.name == SaveNote.__name__ else None)
-    return bool(found)
+    return any(call.name == SaveNote.__name__ for call in written_calls(reply.text) or [])
 
 
 def refuses_tools(error: openai.APIStatusError) -> bool:
