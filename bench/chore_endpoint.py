@@ -145,10 +145,13 @@ class ChoreEndpoint:
 
 @contextmanager
 def model_environment(base_url: str) -> Iterator[None]:
-    """Point the default model factory (OPENAI_BASE_URL, OPENAI_API_KEY, MAISTRO_MODEL) at `base_url` for the block."""
-    names = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "MAISTRO_MODEL")
+    """Point the default model factory (OPENAI_BASE_URL, OPENAI_API_KEY, MAISTRO_MODEL) at `base_url` for the block,
+    with tool calls (MAISTRO_CALL_MODE=tools: the benchmarks' endpoints play tool-calling models)."""
+    names = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "MAISTRO_MODEL", "MAISTRO_CALL_MODE")
     saved = {name: os.environ.get(name) for name in names}
-    os.environ.update({"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "bench", "MAISTRO_MODEL": "gpt-bench"})
+    os.environ.update(
+        {"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "bench", "MAISTRO_MODEL": "gpt-bench", "MAISTRO_CALL_MODE": "tools"}
+    )
     try:
         yield
     finally:

@@ -22,6 +22,10 @@ DEFAULT_USER_ID = "default-user"
 # When the reply comes on a turn that saves memories: "first" (beside the UpdateMemory calls, while the updates
 # run) or "after_updates" (the tutorial's: a second chat call once they are done).
 REPLY_TIMINGS = ("first", "after_updates")
+# How the agent asks the model for its memory updates (MAISTRO_CALL_MODE): as tool calls, as JSON constrained by a
+# schema (`response_format`, for models whose chat template has no tool syntax), or "auto": tool calls unless the
+# endpoint's model answers a tiny tool-call request without calling the tool (graph/backends/call_mode.py).
+CALL_MODES = ("auto", "tools", "json")
 # How many changes of each user's history MAISTRO_HISTORY_KEEP keeps by default: decades of daily use.
 DEFAULT_HISTORY_KEEP = 100_000
 # The largest export file `maistro import` reads, and the most items (memory documents and history entries) an
@@ -196,6 +200,7 @@ class Settings(BaseModel):
         DEFAULT_MAX_INSTRUCTION_CHARS, ge=1, le=MAX_INSTRUCTION_CHARS, alias="MAISTRO_MAX_INSTRUCTION_CHARS"
     )
     reply_timing: Literal[REPLY_TIMINGS] = Field("first", alias="MAISTRO_REPLY_TIMING")  # type: ignore[valid-type]
+    call_mode: Literal[CALL_MODES] = Field("auto", alias="MAISTRO_CALL_MODE")  # type: ignore[valid-type]
     memory_kinds_spec: Annotated[str, AfterValidator(_memory_kinds)] = Field("", alias="MAISTRO_MEMORY_KINDS")
     import_max_bytes: int = Field(DEFAULT_IMPORT_MAX_BYTES, ge=1, alias="MAISTRO_IMPORT_MAX_BYTES")
     import_max_items: int = Field(DEFAULT_IMPORT_MAX_ITEMS, ge=1, alias="MAISTRO_IMPORT_MAX_ITEMS")

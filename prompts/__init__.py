@@ -65,7 +65,6 @@ ROUTING_RULE = "- If the conversation mentions {description}, update the {memory
 UPDATE_MEMORY_DOC = "Decide which long-term memory to update: {memories}."
 
 UPDATE_TYPE_DOC = "Which memory to update: {choices}."
-
 TRUSTCALL_INSTRUCTION = """Reflect on following interaction.
 
 Use the provided tools to retain any necessary memories about the user.
@@ -242,3 +241,44 @@ TELL_USER_RULE = "- Tell the user when you update the {memory}, naming what chan
 PROFILE_TELL_USER_RULE = "- Do not tell the user you have updated the user's profile"
 
 INSTRUCTIONS_TELL_USER_RULE = "- Do not tell the user that you have updated instructions"
+
+# Models that answer in schema-constrained JSON instead of tool calls (MAISTRO_CALL_MODE, graph/backends/json_calls.py):
+# the request about the calls the user's latest message needs, one line per field of its answer, and its examples
+# (the options' example messages with their answers, and one message that brings no news).
+
+JSON_CALLS_REQUEST = """Decide which memories the user's message brings news for. For each memory answer yes or no:
+{choices}
+A greeting or a question brings no news.{examples}"""
+
+JSON_CALL_OPTION = "- {field}: {description}"
+
+JSON_CALL_TOOL = "- {field}: {description} Give its arguments, or null."
+
+JSON_CALL_EXAMPLES = """
+
+Examples:
+{examples}"""
+
+JSON_CALL_EXAMPLE = """Message: {message}
+Answer: {answer}"""
+
+JSON_NO_NEWS_EXAMPLE = "Hello! What is on my list?"
+
+# A memory update asked of a model that answers in JSON (graph/nodes/json_extraction.py): the tool's description,
+# and what the instruction adds about the answer, for one document and for a collection.
+
+JSON_NEWS_DESCRIPTION = "What the user's messages say that is new for their {memory}."
+
+JSON_EXTRACTION = """Answer with JSON holding only what the user's messages say. Never invent a name, a place, a task or anything else the user did not say; when they said nothing new, give nothing.
+
+The fields of the {memory}:
+{fields}
+
+{answer}"""
+
+JSON_DOCUMENT_ANSWER = """The current {memory}: {document}
+Give each field the user's messages change or add, and null for the others; a list holds only new items."""
+
+JSON_COLLECTION_ANSWER = """The current {memory}, numbered:
+{documents}
+Under "new", the items the user adds; under "changed", the number ("item") of each item the user changes with only the fields that change; under "removed", the numbers of the items the user no longer needs. Leave a list empty when there is nothing for it."""

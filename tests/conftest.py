@@ -41,6 +41,7 @@ SLOW_TESTS = {
     "test_model_faults.py::test_text_calls_through_the_chat_process": "runs the CLI",
     "test_forget.py::test_the_cli_prints_what_it_removed_by_table": "runs the CLI",
     "test_data_directory.py": "runs the CLI on each broken data directory",
+    "test_json_mode.py::test_maistro_chat_on_a_model_without_tool_calls_saves_and_tells": "runs the CLI",
     "test_custom_kinds.py::test_a_file_in_the_working_directory_shadows_neither_the_module_named_nor_what_it_imports": (
         "runs the CLI in a directory holding look-alike modules"
     ),
@@ -120,6 +121,9 @@ def no_real_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MAISTRO_DATA_DIR", str(tmp_path / "default-data"))
     monkeypatch.setenv("MAISTRO_TIMEZONE", "America/Los_Angeles")
+    # The suite's scripts play tool-calling models; under the default "auto" each endpoint would first get the
+    # call mode's pre-check. The call mode's own tests (tests/test_call_mode.py, tests/test_json_mode.py) set it.
+    monkeypatch.setenv("MAISTRO_CALL_MODE", "tools")
 
 
 @pytest.fixture

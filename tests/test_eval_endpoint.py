@@ -13,6 +13,7 @@ from graph.eval.player import respond_to_openai, suite_players
 from tests.support.eval_runs import TODAY
 from tests.support.helpers import free_port
 from tests.support.openai_stub import OpenAIStub, StubError, text_reply, tool_calls_reply, tool_names
+from tests.support.stub_script import route
 
 runner = CliRunner()
 SUBSET = "single-name,multi-all-three,delete-called-dentist,chinese-recall,secret-wifi-password"
@@ -138,3 +139,32 @@ def test_a_time_budget_stops_starting_cases_once_spent(tmp_path):
     card = json.loads((tmp_path / "t.json").read_text(encoding="utf-8"))
     assert card["stopped"] == "the time budget of 1 s was spent"
     assert card["overall"]["cases"] < card["cases_asked"] == len(load_cases())
+
+
+def test_a_model_without_tool_calls_is_measured_in_json_under_auto(tmp_path, script):
+    script.keep("precheck", text_reply("ping"))
+    script.keep("route", route())
+    script.keep("chat", text_reply("I'm doing well, thanks for asking!"))
+    with OpenAIStub(script, tool_calling=False) as stub:
+        result = runner.invoke(
+            app, ["eval", "--base-url", stub.base_url, "--model", "smollm2", "--cases", "none-small-talk",
+                  "--call-mode", "auto", "--json", str(tmp_path / "json.json")],
+        )
+    assert result.exit_code == 0, result.output
+    assert "Memory updates are asked as schema-constrained JSON" in result.output
+    card = json.loads((tmp_path / "json.json").read_text(encoding="utf-8"))
+    assert card["call_mode"] == "json" and card["overall"]["rates"]["score"] == 1.0
+    assert script.seen == ["precheck", "route", "chat"]
+
+
+def test_the_tutorial_graph_is_not_measured_in_json(script):
+    script.keep("precheck", text_reply("ping"))
+    with OpenAIStub(script, tool_calling=False) as stub:
+        result = runner.invoke(app, ["eval", "--base-url", stub.base_url, "--cases", "single-name", "--graph", "tutorial", "--call-mode", "auto"])
+    assert result.exit_code == 1 and "The tutorial's graph asks for its memory updates with tool calls" in result.output
+    assert script.seen == ["precheck"]
+
+
+def test_an_unknown_call_mode_is_one_sentence():
+    result = runner.invoke(app, ["eval", "--cases", "single-name", "--call-mode", "functions"])
+    assert result.exit_code == 1 and "Unknown call mode 'functions': choose auto, tools, json." in result.output

@@ -20,6 +20,8 @@ from tests.support.openai_stub import (
     RawBody,
     StubError,
     calls_reply,
+    json_reply,
+    json_schema,
     raw_call,
     system_text,
     text_reply,
@@ -297,3 +299,43 @@ def test_replies_may_carry_the_faults_of_real_models():
 
     assert malformed.content == "Checking." and malformed.tool_calls == []
     assert [(call["name"], call["id"]) for call in malformed.invalid_tool_calls] == [("GetWeather", None)]
+
+
+NOTE_FORMAT = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "Note",
+        "schema": {"type": "object", "properties": {"text": {"type": "string", "maxLength": 5}}, "required": ["text"]},
+    },
+}
+
+
+def test_a_json_reply_answers_a_json_schema_request_when_it_fits_the_schema():
+    with OpenAIStub(lambda request: json_reply({"text": "ping"})) as stub:
+        message = make_llm(stub).invoke("hi", extra_body={"response_format": NOTE_FORMAT})
+
+    assert json.loads(message.content) == {"text": "ping"}
+    assert json_schema(stub.requests[0])["name"] == "Note"
+
+
+def test_a_json_reply_that_does_not_fit_the_schema_is_the_scripts_mistake():
+    with OpenAIStub(lambda request: json_reply({"text": "far too long"})) as stub:
+        with pytest.raises(openai.InternalServerError, match="far too long"):
+            make_llm(stub, max_retries=0).invoke("hi", extra_body={"response_format": NOTE_FORMAT})
+
+
+def test_a_model_without_tool_calling_never_sees_the_tools_and_cannot_call_them():
+    seen = []
+
+    def responder(request):
+        seen.append(request)
+        return text_reply("I will check the weather.") if len(seen) == 1 else tool_calls_reply(("GetWeather", {"city": "Oslo"}))
+
+    with OpenAIStub(responder, tool_calling=False) as stub:
+        llm = make_llm(stub, max_retries=0).bind_tools([GetWeather], tool_choice="required")
+        assert llm.invoke("Weather in Oslo?").tool_calls == []
+        with pytest.raises(openai.InternalServerError, match="without tool calling"):
+            llm.invoke("Weather in Oslo?")
+
+    assert "tools" not in seen[0] and "tool_choice" not in seen[0]
+    assert tool_names(stub.requests[0]) == ["GetWeather"]

@@ -15,6 +15,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_openai import ChatOpenAI
 from langgraph.constants import TAG_NOSTREAM
 
+from graph.backends.call_mode import endpoint_call_mode
+from graph.backends.json_calls import JsonCallModel
 from graph.configuration import Configuration
 from graph.settings import current_settings
 
@@ -194,22 +196,32 @@ def _chat_openai(
     )
 
 
+@functools.lru_cache(maxsize=16)
+def _json_calls(model: str, api_key: str, base_url: str | None, max_retries: int | None, timeout: float) -> JsonCallModel:
+    return JsonCallModel(inner=_chat_openai(model, api_key, base_url, max_retries, timeout))
+
+
 def load_chat_model(settings: Configuration, *, max_retries: int | None = None) -> BaseChatModel:
     """The configured chat model at temperature 0, shared by runs with the same settings.
 
     Sharing keeps HTTP connections alive and lets the update nodes reuse their trustcall extractors.
     `max_retries` is how often the client retries a failed request, with backoff (None: the client's
-    default of 2); MAISTRO_MODEL_TIMEOUT bounds each request in seconds (default 60).
+    default of 2); MAISTRO_MODEL_TIMEOUT bounds each request in seconds (default 60). MAISTRO_CALL_MODE decides
+    whether tool calls are asked for as such or as schema-constrained JSON (`JsonCallModel`); under "auto" the
+    endpoint's answer to a tiny tool-call request decides, once per process (`endpoint_call_mode`).
     """
     ensure_model_configured()
     environment = current_settings()
-    return _chat_openai(
+    client = (
         settings.model,
         environment.openai_api_key or "not-needed",
         environment.openai_base_url,
         max_retries,
         environment.model_timeout,
     )
+    model = _chat_openai(*client)
+    mode = environment.call_mode if environment.call_mode != "auto" else endpoint_call_mode(model)
+    return _json_calls(*client) if mode == "json" else model
 
 
 def quiet(model: BaseChatModel) -> BaseChatModel:

@@ -46,6 +46,14 @@ def run(
     label: Annotated[str | None, typer.Option(help="The run's name in reports (default: the model or player).")] = None,
     timezone: Annotated[str, typer.Option(help="Time zone of the run's 'today' (IANA name).")] = "UTC",
     list_cases: Annotated[bool, typer.Option("--list", help="List the cases and exit.")] = False,
+    call_mode: Annotated[
+        str | None,
+        typer.Option(
+            "--call-mode",
+            help="How memory updates are asked: tools, json (schema-constrained JSON), or auto (JSON when the model "
+            "answers the up-front tool call without calling). Default: MAISTRO_CALL_MODE, else auto.",
+        ),
+    ] = None,
 ) -> None:
     """Run the eval suite through the real graph and print the scorecard; see `maistro eval compare` for several."""
     if ctx.invoked_subcommand:
@@ -76,6 +84,7 @@ def run(
             html_path=html_path,
             label=label,
             timezone=timezone,
+            call_mode=call_mode,
         )
     except EvalSetupError as error:
         _fail(str(error))

@@ -1,4 +1,4 @@
-"""The model endpoint the eval measures: its client, and one tiny tool call to check it up front.
+"""The model endpoint the eval measures: its client, and the call mode's pre-check (one tiny tool call) up front.
 
 The client is the one the agent uses (langchain-openai's `ChatOpenAI` at temperature 0) with streamed usage on,
 so that token counts come back from streamed replies too.
@@ -7,11 +7,9 @@ so that token counts come back from streamed replies too.
 from dataclasses import dataclass
 
 import openai
-from langchain_core.messages import HumanMessage
 from langchain_openai import ChatOpenAI
-from pydantic import BaseModel, Field
 
-PING_TIMEOUT_SECONDS = 60
+from graph.backends.call_mode import calls_the_tool, precheck_reply, refuses_tools
 
 
 class EndpointError(RuntimeError):
@@ -44,12 +42,6 @@ class Endpoint:
         )
 
 
-class SaveNote(BaseModel):
-    """Save a short note."""
-
-    text: str = Field(description="The note to save.")
-
-
 def _error_detail(error: openai.APIStatusError) -> str:
     """The endpoint's own error message (the OpenAI client's message wraps it in "Error code: …")."""
     body = error.body.get("error", error.body) if isinstance(error.body, dict) else None
@@ -57,14 +49,15 @@ def _error_detail(error: openai.APIStatusError) -> str:
     return str(message or error.message).strip().rstrip(".")
 
 
-def check_endpoint(endpoint: Endpoint) -> None:
-    """Make one tiny tool-call request; `EndpointError` with one sentence when the endpoint is unreachable,
-    refuses it, or its model answers without calling the tool (then it cannot save memories)."""
-    client = endpoint.client().model_copy(update={"max_retries": 1, "timeout": min(endpoint.timeout, PING_TIMEOUT_SECONDS)})
-    prompt = [HumanMessage("Call the SaveNote tool with the text 'ping'. Do not answer in text.")]
+def check_endpoint(endpoint: Endpoint, call_mode: str = "tools") -> str:
+    """Make the call mode's pre-check (one tiny tool-call request) and return the mode the run uses, "tools" or
+    "json"; `EndpointError` with one sentence when the endpoint is unreachable or refuses the request, or, under
+    `call_mode` "tools", when its model answers without calling the tool (then it cannot save memories that way).
+    Under "auto" such a model, or an endpoint that refuses tools, is measured in JSON; under "json" any answer
+    will do."""
     name = f"The model {endpoint.model!r} at {endpoint.where}"
     try:
-        reply = client.bind_tools([SaveNote]).invoke(prompt)
+        reply = precheck_reply(endpoint.client())
     except openai.APIConnectionError as error:
         kind = "timed out" if isinstance(error, openai.APITimeoutError) else "is unreachable"
         raise EndpointError(f"The endpoint {endpoint.where} {kind}: is the server running, and is the URL (with /v1) right?") from None
@@ -74,12 +67,20 @@ def check_endpoint(endpoint: Endpoint) -> None:
         raise EndpointError(f"{name} was not found (HTTP 404): check --model and the URL.") from None
     except openai.APIStatusError as error:
         detail = _error_detail(error)
-        if error.status_code == 400 and "tool" in detail.lower():
-            raise EndpointError(f"{name} cannot call tools (HTTP 400: {detail}); the agent needs a model that does.") from None
+        if refuses_tools(error) and call_mode != "tools":
+            return "json"
+        if refuses_tools(error):
+            raise EndpointError(
+                f"{name} cannot call tools (HTTP 400: {detail}); measure it with --call-mode json, or pick a model that does."
+            ) from None
         raise EndpointError(f"{name} refused a tiny tool-call request (HTTP {error.status_code}: {detail}).") from None
-    if not any(call["name"] == "SaveNote" for call in reply.tool_calls):
+    if call_mode == "json" or (call_mode == "auto" and not calls_the_tool(reply)):
+        return "json"
+    if not calls_the_tool(reply):
         said = reply.text.strip().replace("\n", " ")[:120]
         raise EndpointError(
             f"{name} answered a tiny tool-call request without calling the tool ({said!r}), so it cannot save "
-            "memories; pick a model with tool calling (for vLLM, serve it with --enable-auto-tool-choice)."
+            "memories with tool calls; measure it with --call-mode json (or auto), or pick a model with tool calling "
+            "(for vLLM, serve it with --enable-auto-tool-choice)."
         )
+    return "tools"

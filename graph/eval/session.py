@@ -13,17 +13,22 @@ from langchain_core.language_models import BaseChatModel
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from graph.backends.json_calls import JsonCallModel
 from graph.eval.cases import Case
 from graph.eval.endpoint import Endpoint, EndpointError, check_endpoint
 from graph.eval.player import FLAWS, PLAYERS, Player, PlayerChatModel
 from graph.eval.report import html_report, print_scorecard, scorecard
 from graph.eval.runner import GRAPHS, Budget, run_suite, today_in
 from graph.eval.scoring import score_case
+from graph.settings import CALL_MODES, current_settings
 
 NO_ENDPOINT = (
     "No model endpoint is configured: set OPENAI_BASE_URL (and MAISTRO_MODEL), or OPENAI_API_KEY for OpenAI, or pass "
     "--base-url and --model; `maistro eval --player oracle` runs the scripted oracle without one."
 )
+
+
+CALL_MODE_WORDS = {"tools": "tool calls", "json": "schema-constrained JSON (the model does not call tools)"}
 
 
 class EvalSetupError(ValueError):
@@ -32,8 +37,6 @@ class EvalSetupError(ValueError):
 
 def choose_endpoint(model: str | None, base_url: str | None) -> Endpoint:
     """The endpoint to measure: the options, else the agent's settings (OPENAI_BASE_URL, OPENAI_API_KEY, MAISTRO_MODEL)."""
-    from graph.settings import current_settings
-
     settings = current_settings()
     base_url = base_url or settings.openai_base_url
     if not base_url and not settings.openai_api_key:
@@ -55,18 +58,23 @@ def run_eval(
     html_path: Path | None = None,
     label: str | None = None,
     timezone: str = "UTC",
+    call_mode: str | None = None,
     console: Console | None = None,
 ) -> dict:
     """Run, score and report one eval; returns the scorecard. `EvalSetupError` (one sentence) before anything runs
     when the player, graph or time zone is unknown, a report cannot be written where asked, or the endpoint is
-    missing, unreachable or cannot call tools."""
+    missing, unreachable or cannot call tools under `call_mode` "tools" (default: MAISTRO_CALL_MODE)."""
     console = console or Console()
     if graph not in GRAPHS:
         raise EvalSetupError(f"Unknown graph {graph!r}: choose {' or '.join(GRAPHS)}.")
     if player is not None and player not in PLAYERS:
         raise EvalSetupError(f"Unknown player {player!r}: choose one of {', '.join(PLAYERS)}.")
-    if player is not None and (model or base_url):
-        raise EvalSetupError("--player plays the cases with a scripted model in process: drop --model and --base-url.")
+    if call_mode is not None and call_mode not in CALL_MODES:
+        raise EvalSetupError(f"Unknown call mode {call_mode!r}: choose {', '.join(CALL_MODES)}.")
+    if player is not None and (model or base_url or call_mode):
+        raise EvalSetupError(
+            "--player plays the cases with a scripted model in process: drop --model, --base-url and --call-mode."
+        )
     for path in (json_path, html_path):
         if path is not None and not (path.parent.is_dir() and os.access(path.parent, os.W_OK)):
             raise EvalSetupError(f"Cannot write {path}: its directory {path.parent} does not exist or is not writable.")
@@ -78,16 +86,28 @@ def run_eval(
         endpoint = choose_endpoint(model, base_url)
         console.print(f"Checking {endpoint.model} at {endpoint.where} with one tiny tool call…", markup=False)
         try:
-            check_endpoint(endpoint)
+            mode = check_endpoint(endpoint, call_mode or current_settings().call_mode)
         except EndpointError as error:
             raise EvalSetupError(str(error)) from None
-        client = endpoint.client()
+        if mode == "json" and graph == "tutorial":
+            raise EvalSetupError(
+                f"The tutorial's graph asks for its memory updates with tool calls (trustcall), which {endpoint.model!r} "
+                "is not asked for under this call mode: measure it on --graph maistro, or with --call-mode tools."
+            )
+        console.print(f"Memory updates are asked as {CALL_MODE_WORDS[mode]}.", markup=False)
+        client = endpoint.client() if mode == "tools" else JsonCallModel(inner=endpoint.client())
 
         def models(_case: Case) -> BaseChatModel:
             """Every case shares the endpoint's client."""
             return client
 
-        run = {"label": label or endpoint.model, "model": endpoint.model, "base_url": endpoint.where, "player": None}
+        run = {
+            "label": label or endpoint.model,
+            "model": endpoint.model,
+            "base_url": endpoint.where,
+            "player": None,
+            "call_mode": mode,
+        }
     else:
         flaw = None if player == "oracle" else player
 

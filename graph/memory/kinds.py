@@ -106,6 +106,11 @@ class MemoryKind:
     `tell_user_rule` is the kind's line of the chat prompt's rule on telling the user about updates (default:
     tell the user, naming what changed; the tutorial's profile and instructions are updated quietly).
 
+    `examples` are a few user messages that bring news for the kind: a model that answers in JSON is shown them
+    with their routing (`graph.backends.json_calls.OptionsTool`), so a small model routes by example. `suggested_fields` are the fields the model fills with
+    its own ideas rather than the user's words (the ToDos' solutions): a model that answers in JSON has every
+    other text field checked against what the user said before it is stored (`graph.memory.grounding`).
+
     Each field is checked when the kind is declared: a refusal is a ValueError of one sentence naming it.
     """
 
@@ -129,6 +134,8 @@ class MemoryKind:
     open_statuses: tuple[str, ...] = ()
     deadline_field: str = ""
     tell_user_rule: str = ""
+    examples: tuple[str, ...] = ()
+    suggested_fields: tuple[str, ...] = ()
     render: Callable[[Sequence[Mapping[str, Any]]], str] | None = None
 
     def __post_init__(self) -> None:
@@ -155,6 +162,10 @@ class MemoryKind:
         set_default("indexed_fields", tuple(self.indexed_fields))
         set_default("open_statuses", tuple(self.open_statuses))
         set_default("tell_user_rule", self.tell_user_rule or TELL_USER_RULE.format(memory=self.title.lower()))
+        for attribute in ("examples", "suggested_fields"):
+            if isinstance(getattr(self, attribute), str):
+                raise ValueError(f"The memory kind {self.name!r} needs {attribute} as a list of strings, not one string.")
+            set_default(attribute, tuple(getattr(self, attribute)))
         self._check()
 
     def _check(self) -> None:
@@ -176,6 +187,11 @@ class MemoryKind:
             value = getattr(self, attribute)
             if value and value not in fields:
                 raise ValueError(f"{where} has {attribute} {value!r}, which is not a field of {schema_name}.")
+        for name in self.suggested_fields:
+            if name not in fields:
+                raise ValueError(f"{where} has suggested_fields {name!r}, which is not a field of {schema_name}.")
+        if not all(isinstance(example, str) and example.strip() for example in self.examples):
+            raise ValueError(f"{where} has an example that is not a user message (examples are non-empty strings).")
         if (self.status_field or self.open_statuses or self.deadline_field) and not self.collection:
             raise ValueError(f"{where} sets status_field, open_statuses or deadline_field, which only a collection uses.")
         if bool(self.status_field) != bool(self.open_statuses):
@@ -251,6 +267,7 @@ PROFILE = MemoryKind(
     label="profile",
     key="user_profile",
     tell_user_rule=PROFILE_TELL_USER_RULE,
+    examples=("I'm Lance, I live in Lisbon and work as a chef.", "My brother Sam loves jazz."),
 )
 TODO = MemoryKind(
     name="todo",
@@ -263,6 +280,8 @@ TODO = MemoryKind(
     status_field="status",
     open_statuses=("not started", "in progress"),
     deadline_field="deadline",
+    examples=("I need to book swim lessons for my son.", "I already paid the phone bill."),
+    suggested_fields=("solutions",),
 )
 INSTRUCTIONS = MemoryKind(
     name="instructions",
@@ -274,6 +293,7 @@ INSTRUCTIONS = MemoryKind(
     text=True,
     instruction=CREATE_INSTRUCTIONS,
     tell_user_rule=INSTRUCTIONS_TELL_USER_RULE,
+    examples=("Always write my ToDos in Spanish.",),
 )
 DEFAULT_MEMORY_KINDS: tuple[MemoryKind, ...] = (PROFILE, TODO, INSTRUCTIONS)
 

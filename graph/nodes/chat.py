@@ -12,6 +12,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
+from graph.backends.json_calls import CallOption, OptionsTool
 from graph.backends.model import ChatModelFactory, model_errors
 from graph.configuration import Configuration, RunSettings
 from graph.memory.context import TurnMemories, start_turn, turn_memories
@@ -62,13 +63,15 @@ MAX_RESUME_ATTEMPTS = 10
 
 
 @functools.lru_cache(maxsize=32)
-def update_memory_tool(kinds: tuple[MemoryKind, ...]) -> dict:
-    """The `UpdateMemory` tool whose `update_type` names one of `kinds` (converted once per list of kinds)."""
+def update_memory_tool(kinds: tuple[MemoryKind, ...]) -> OptionsTool:
+    """The `UpdateMemory` tool whose `update_type` names one of `kinds` (converted once per list of kinds); a model
+    that answers in JSON is asked about each kind with its description and examples (`OptionsTool`)."""
     choices = ", ".join(f"'{kind.update_type}' for {kind.description}" for kind in kinds)
     update_type = Literal[tuple(kind.update_type for kind in kinds)]  # type: ignore[valid-type]
     schema = TypedDict("UpdateMemory", {"update_type": Annotated[update_type, ..., UPDATE_TYPE_DOC.format(choices=choices)]})
     schema.__doc__ = UPDATE_MEMORY_DOC.format(memories=", ".join(kind.title for kind in kinds))
-    return convert_to_openai_tool(schema)
+    options = [CallOption(kind.update_type, kind.description, kind.examples) for kind in kinds]
+    return OptionsTool(convert_to_openai_tool(schema), "update_type", options)
 
 
 def memory_content(kind: MemoryKind, memories: TurnMemories) -> str:

@@ -22,7 +22,7 @@ and proposes once more, and if that conflicts too, its answer says so.
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import cached_property
 from typing import Any
@@ -34,15 +34,24 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
+from graph.backends.json_calls import JsonCallModel
 from graph.backends.model import ChatModelFactory
 from graph.configuration import Configuration, RunSettings
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, committed_changes
 from graph.memory.conditions import ConflictError
+from graph.memory.grounding import UserWords
 from graph.memory.kinds import MemoryKind
 from graph.memory.notes import change_notes
 from graph.memory.redaction import redact_text
 from graph.memory.text_diff import document_diff
-from graph.nodes.extraction import UnusableOutputError, extraction_messages, new_document_key, routing_seed
+from graph.nodes.extraction import (
+    UnusableOutputError,
+    extract_changes,
+    extraction_messages,
+    new_document_key,
+    routing_seed,
+)
+from graph.nodes.json_extraction import json_changes
 from graph.state import State
 from graph.thread.tokens import bound_message
 from graph.thread.tool_calls import last_ai_message, pending_update_calls, through_latest_calls
@@ -136,6 +145,35 @@ class UpdateRequest:
         """The extraction prompt: the instruction, the thread's summary and the visible conversation."""
         return extraction_messages(instruction, self.messages, self.state.get("summary", ""))
 
+    @property
+    def answers_in_json(self) -> bool:
+        """Whether the model answers in schema-constrained JSON (MAISTRO_CALL_MODE): then what it extracts is kept
+        only as far as the user said it (`graph.memory.grounding`)."""
+        return isinstance(self.model, JsonCallModel)
+
+    @cached_property
+    def user_said(self) -> list[str]:
+        """The user's messages in the conversation being answered, oldest first."""
+        return [message.text for message in self.messages if isinstance(message, HumanMessage)]
+
+    def user_words(self, *also: str) -> UserWords:
+        """The words of the user's messages in the conversation being answered, and of `also`."""
+        return UserWords.of([*self.user_said, *also])
+
+    def extract(self, instruction: str, existing: Mapping[str, dict[str, Any]], new_key: Callable[[int], str]) -> list[MemoryChange]:
+        """The changes the model proposes to the kind's `existing` documents, new ones keyed by `new_key`: trustcall's
+        patches and calls, or, from a model that answers in JSON, the kind's news (`graph.nodes.json_extraction`).
+
+        Raises `UnusableOutputError` when the model's output cannot be used as asked.
+        """
+        prompt = self.prompt(instruction)
+        if self.answers_in_json:
+            latest = UserWords.of([self.user_said[-1]] if self.user_said else [])
+            return json_changes(self.model, self.kind, prompt, existing, new_key, self.config, self.user_words(), latest)
+        return extract_changes(
+            self.model, self.kind.schema, prompt, existing, new_key, self.config, **self.extraction_options
+        )
+
 
 def extraction_options(kind: MemoryKind) -> dict[str, bool]:
     """What trustcall may do to a kind's documents (its extractor's options): insert, patch, delete."""
@@ -152,7 +190,7 @@ def change_context(request: UpdateRequest) -> ChangeContext:
     The message is cut to what a prompt shows (`bound_message`) and redacted with the user's earlier
     messages as context, so a secret split across messages ("my wifi password is" … "hunter2") is not kept.
     """
-    said = [message.text for message in request.messages if isinstance(message, HumanMessage)]
+    said = request.user_said
     message = ""
     if said:
         latest = said[-1]

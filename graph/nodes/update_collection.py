@@ -3,7 +3,6 @@
 from graph.memory.changes import MemoryChange
 from graph.memory.context import documents_to_update
 from graph.memory.rendering import capitalized
-from graph.nodes.extraction import extract_changes
 from graph.nodes.update import UpdateRequest
 from prompts import COLLECTION_UNCHANGED, COLLECTION_UPDATED, LANGUAGE_RULE
 
@@ -19,15 +18,8 @@ def propose_collection(request: UpdateRequest) -> list[MemoryChange]:
     _, existing = documents_to_update(
         request.store, request.settings, request.messages, request.run.thread_id, request.kinds, kind, fresh=request.fresh
     )
-    return extract_changes(
-        request.model,
-        kind.schema,
-        request.prompt(kind.instruction.format(language_rule=LANGUAGE_RULE, now=request.settings.now_text())),
-        existing,
-        request.new_key,
-        request.config,
-        **request.extraction_options,
-    )
+    instruction = kind.instruction.format(language_rule=LANGUAGE_RULE, now=request.settings.now_text())
+    return request.extract(instruction, existing, request.new_key)
 
 
 def report_collection(request: UpdateRequest, saved: list[MemoryChange]) -> str:

@@ -4,7 +4,6 @@ trustcall."""
 from graph.memory.changes import MemoryChange
 from graph.memory.rendering import capitalized
 from graph.memory.store import namespace, search_all
-from graph.nodes.extraction import extract_changes
 from graph.nodes.update import UpdateRequest
 from prompts import DOCUMENT_UNCHANGED, DOCUMENT_UPDATED, LANGUAGE_RULE
 
@@ -14,11 +13,7 @@ def propose_document(request: UpdateRequest) -> list[MemoryChange]:
     kind = request.kind
     existing = {item.key: item.value for item in search_all(request.store, namespace(kind, request.user_id))}
     instruction = kind.instruction.format(language_rule=LANGUAGE_RULE, now=request.settings.now_text())
-    changes = extract_changes(
-        request.model, kind.schema, request.prompt(instruction), existing, lambda _: kind.key, request.config,
-        **request.extraction_options,
-    )
-    return changes[-1:]
+    return request.extract(instruction, existing, lambda _: kind.key)[-1:]
 
 
 def report_document(request: UpdateRequest, saved: list[MemoryChange]) -> str:

@@ -50,7 +50,8 @@ OUTDATED_PROBLEM = "your {memory} changed after that proposal was made, so it no
 
 def propose_text(request: UpdateRequest) -> list[MemoryChange]:
     """The complete new text, asked of the model (an unchanged text is dropped by the commit), or the proposal the
-    user's latest message confirms.
+    user's latest message confirms; from a model that answers in JSON, only a text grounded in what the user said
+    and the current text (else no change).
 
     Raises `UnusableOutputError` when the model answers with no text, and `NotSaved` when the text is too long,
     the change takes words from pasted or quoted text (held as a proposal), or a confirmed proposal no longer applies.
@@ -66,6 +67,8 @@ def propose_text(request: UpdateRequest) -> list[MemoryChange]:
         text = quiet(request.model).invoke(prompt, request.config).text.strip()
     if not text:
         raise UnusableOutputError(EMPTY_TEXT_PROBLEM)
+    if request.answers_in_json and not request.user_words(text_of(before)).grounds(text):
+        return []
     change = MemoryChange("updated" if before else "created", kind.key, before, kind.schema(memory=text).model_dump())
     check_length(kind, change)
     if words := borrowed(request, change):

@@ -3,7 +3,6 @@
 from graph.memory.changes import MemoryChange
 from graph.memory.context import documents_to_update
 from graph.memory.kinds import INSTRUCTIONS
-from graph.nodes.extraction import extract_changes
 from graph.nodes.update import UpdateRequest
 from prompts import LANGUAGE_RULE
 
@@ -25,12 +24,4 @@ def propose_todos(request: UpdateRequest) -> list[MemoryChange]:
         language_rule=LANGUAGE_RULE,
         now=settings.now_text(),
     )
-    return extract_changes(
-        request.model,
-        request.kind.schema,
-        request.prompt(instruction),
-        existing,
-        request.new_key,
-        request.config,
-        **request.extraction_options,
-    )
+    return request.extract(instruction, existing, request.new_key)

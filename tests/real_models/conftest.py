@@ -31,4 +31,6 @@ def real_model(llama: LlamaServer, monkeypatch: pytest.MonkeyPatch) -> LlamaServ
     monkeypatch.setenv("OPENAI_API_KEY", "not-needed")
     monkeypatch.setenv("MAISTRO_MODEL", "smollm2-135m")
     monkeypatch.setenv("MAISTRO_MODEL_TIMEOUT", str(MODEL_TIMEOUT_SECONDS))
+    # The default: SmolLM2 answers the pre-check without a call, so its memory updates are asked as JSON.
+    monkeypatch.setenv("MAISTRO_CALL_MODE", "auto")
     return llama

@@ -64,6 +64,7 @@ def offline_environment(**settings: str) -> dict[str, str]:
     env = {name: value for name, value in os.environ.items() if not name.startswith(SCRUBBED_PREFIXES)}
     env.update(
         MAISTRO_TIMEZONE="America/Los_Angeles",
+        MAISTRO_CALL_MODE="tools",  # the stub scripts tool-calling models (tests/conftest.py's no_real_model)
         LANGSMITH_TRACING="false",
         LANGGRAPH_NO_VERSION_CHECK="true",
         LANGGRAPH_CLI_NO_ANALYTICS="1",

@@ -19,7 +19,15 @@ Typical use::
         ...
         assert stub.requests[0]["model"] == "gpt-test"
 
-Only the standard library is used for the server.
+A request with ``response_format: {"type": "json_schema", ...}`` is answered like a
+server that constrains the answer to the schema: a :func:`json_reply` is checked
+against the request's schema (a value that does not fit is the script's mistake,
+answered HTTP 500). ``OpenAIStub(responder, tool_calling=False)`` plays a model
+whose chat template has no tool syntax, as llama.cpp serves it: the tools of a
+request are ignored (the responder sees the request without them) and the answer
+is text.
+
+The server uses the standard library, and ``jsonschema`` to check JSON answers.
 """
 
 from __future__ import annotations
@@ -35,6 +43,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import jsonschema
+
 __all__ = [
     "CutStream",
     "Delayed",
@@ -42,6 +52,8 @@ __all__ = [
     "RawBody",
     "StubError",
     "calls_reply",
+    "json_reply",
+    "json_schema",
     "raw_call",
     "system_text",
     "text_reply",
@@ -153,6 +165,20 @@ def raw_call(name: str, arguments: str, call_id: str | None = "") -> dict:
 def calls_reply(*calls: dict, content: str | None = None) -> dict:
     """A reply carrying the given raw calls (see :func:`raw_call`) beside ``content``."""
     return {"content": content, "tool_calls": list(calls)}
+
+
+def json_reply(value: Any) -> dict:
+    """A reply whose text is ``value`` as JSON: the answer to a request constrained by a json_schema
+    ``response_format`` (the stub checks that it fits the request's schema)."""
+    return {"content": json.dumps(value, ensure_ascii=False), "tool_calls": [], "json": value}
+
+
+def json_schema(request: dict) -> dict | None:
+    """The ``response_format`` json_schema of a request (``{"name", "schema", ...}``), or None."""
+    response_format = request.get("response_format") or {}
+    if response_format.get("type") != "json_schema":
+        return None
+    return response_format.get("json_schema") or {}
 
 
 def tool_names(request: dict) -> list[str]:
@@ -277,6 +303,22 @@ def _check_reply(reply: Any) -> Outcome:
             f"StubError, RawBody, CutStream or Delayed, got {reply!r}"
         )
     return reply
+
+
+_TOOL_FIELDS = ("tools", "tool_choice", "parallel_tool_calls")
+
+
+def _check_answer(request: dict, outcome: Outcome, *, tool_calling: bool) -> None:
+    """Raise when a reply is one the stub's model could not give: calls from a model without tool syntax, or a
+    JSON reply that does not fit the request's json_schema."""
+    reply = outcome.reply if isinstance(outcome, CutStream | Delayed) else outcome
+    if not isinstance(reply, dict):
+        return
+    if reply["tool_calls"] and not tool_calling:
+        raise ValueError("this stub plays a model without tool calling; its replies cannot carry tool calls")
+    schema = json_schema(request)
+    if "json" in reply and schema is not None:
+        jsonschema.validate(reply["json"], schema.get("schema") or {})
 
 
 def _rough_tokens(text: str) -> int:
@@ -408,11 +450,13 @@ class OpenAIStub:
     call).
     """
 
-    def __init__(self, responder: Callable[[dict], Outcome], latency: float = 0.0):
+    def __init__(self, responder: Callable[[dict], Outcome], latency: float = 0.0, *, tool_calling: bool = True):
         """Create a stopped stub that will answer with ``responder``, each answer ``latency`` seconds late
-        (a model's time to answer; requests wait concurrently, the responder still answers one at a time)."""
+        (a model's time to answer; requests wait concurrently, the responder still answers one at a time);
+        without ``tool_calling``, a model whose chat template has no tool syntax."""
         self.responder = responder
         self.latency = latency
+        self.tool_calling = tool_calling
         self.requests: list[dict] = []
         self.rejections: list[tuple[Any, str]] = []
         self._lock = threading.Lock()
@@ -482,13 +526,20 @@ class OpenAIStub:
             self.rejections.append((body, problem))
 
     def _respond(self, body: dict) -> Outcome:
-        """Ask the responder for a reply, turning failures into a 500 StubError."""
+        """Ask the responder for a reply, turning failures into a 500 StubError.
+
+        Without tool calling the responder sees the request without its tools, and may not answer with calls;
+        a JSON reply must fit the request's json_schema.
+        """
+        seen = body if self.tool_calling else {k: v for k, v in body.items() if k not in _TOOL_FIELDS}
         with self._responder_lock:
             try:
-                outcome = self.responder(body)
+                outcome = self.responder(seen)
                 if isinstance(outcome, StubError):
                     return outcome
-                return _check_reply(outcome)
+                reply = _check_reply(outcome)
+                _check_answer(seen, reply, tool_calling=self.tool_calling)
+                return reply
             except Exception as exc:  # reported to the client, not swallowed
                 return StubError(500, f"stub responder failed: {exc!r}")
 

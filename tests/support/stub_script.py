@@ -3,14 +3,31 @@
 from collections import defaultdict
 from collections.abc import Callable
 
-from tests.support.openai_stub import Outcome, StubError, system_text, tool_calls_reply, tool_names
+from graph.backends.call_mode import PRECHECK_PROMPT
+from tests.support.openai_stub import (
+    Outcome,
+    StubError,
+    json_reply,
+    json_schema,
+    system_text,
+    tool_calls_reply,
+    tool_names,
+)
 
 Reply = Outcome | Callable[[dict], Outcome]
 
 
 def kind_of(request: dict) -> str:
-    """Which part of the agent sent the request, judged the way a server sees it: by tools and prompt."""
-    names = tool_names(request)
+    """Which part of the agent sent the request, judged the way a server sees it: by tools (or the name of the
+    json_schema a model without tools answers) and prompt. "precheck" is the call mode's tiny tool-call request,
+    "route" the routing question a model that answers in JSON gets (its reply is a "chat" request of its own)."""
+    messages = request.get("messages") or []
+    if messages and messages[-1].get("content") == PRECHECK_PROMPT:
+        return "precheck"
+    schema = json_schema(request)
+    names = tool_names(request) or ([schema.get("name", "")] if schema is not None else [])
+    if names == ["UpdateMemory"] and schema is not None:
+        return "route"
     if "UpdateMemory" in names:
         return "chat"
     if "Profile" in names or names == ["PatchDoc"]:
@@ -60,6 +77,16 @@ class Script:
         else:
             return StubError(500, f"no scripted reply for {kind}")
         return reply(request) if callable(reply) else reply
+
+
+def route(*kinds: str) -> Callable[[dict], dict]:
+    """A JSON routing answer (to a "route" request) saying "yes" for the given update types, "no" for the rest."""
+
+    def answer(request: dict) -> dict:
+        fields = json_schema(request)["schema"]["properties"]
+        return json_reply({field: "yes" if field in kinds else "no" for field in fields})
+
+    return answer
 
 
 def update(*kinds: str, content: str | None = None) -> dict:
