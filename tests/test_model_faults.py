@@ -21,12 +21,14 @@ from graph import build_graph
 from graph.app.cli import app
 from graph.backends.model import ModelUnavailableError
 from graph.thread.bounded_json import TOO_DEEP, TOO_LONG
+from graph.thread.turn_markers import first_marker
 from prompts import QUOTED_CALL_NOTE, REFUSED_MALFORMED_NOTE
 from tests.support.helpers import config, todos
 from tests.support.model_faults import (
     ADDED_SWIM,
     FAULTS,
     GRANDMA,
+    QUOTED_MARKER,
     RECOVERY,
     RECOVERY_REPLY,
     SAYS_SWIM,
@@ -54,6 +56,8 @@ def test_fault_through_graph_stream(name, streamed, stub, script, tmp_path):
     assert outcome.lost_untold == []
     assert outcome.removed == [], "a memory the turn never asked to change is gone"
     assert outcome.doubled == []
+    assert not outcome.invented_kept, "what a model made up after a turn marker is not its reply"
+    assert first_marker(outcome.reply) is None, "a chat-template turn marker never reaches the user"
     assert outcome.model_calls <= fault.max_calls
     assert fault.model_error or outcome.reply.strip(), "the user never sees nothing"
     if fault.quoted:  # a reply that quotes a call is text: kept whole, nothing runs, the user told
@@ -134,6 +138,11 @@ def chat_in_process(fault_name: str, script) -> tuple:
             ],
         ),
         ("empty_reply", ["Sorry, I have no answer to that. Could you say it another way?"]),
+        ("chatml_turn_markers", [SAYS_SWIM, "✎ ToDo added: Book swim lessons"]),
+        ("gemma_turn_markers", ["Hello! How can I help?"]),
+        ("only_turn_markers", ["Sorry, I have no answer to that. Could you say it another way?"]),
+        ("text_call_then_turn_markers", ["✎ ToDo added: Book swim lessons", ADDED_SWIM]),
+        ("quoted_turn_marker", [QUOTED_MARKER]),
     ],
 )
 def test_fault_through_the_chat_command(name, shown, stub, script):
@@ -245,6 +254,7 @@ def test_the_benchmark_prints_a_row_per_fault(capsys):
 
     header, rule, line = capsys.readouterr().out.splitlines()
     assert header.split() == [
-        "fault", "exception?", "wedged?", "lost", "untold?", "removed?", "doubled?", "model", "calls", "outcome"
+        "fault", "exception?", "wedged?", "lost", "untold?", "removed?", "doubled?", "invented", "kept?", "model", "calls",
+        "outcome",
     ]
-    assert line.split()[:7] == ["hermes_text_call", "no", "no", "no", "no", "no", "3"]
+    assert line.split()[:8] == ["hermes_text_call", "no", "no", "no", "no", "no", "no", "3"]

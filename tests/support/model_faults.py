@@ -67,6 +67,12 @@ DENTIST = "Book the dentist"
 EXPLAINED_CALL = f"It would look like this; I have not run it:\n\n```json\n{SWIM_CALL}\n```"
 # Nested past MAX_JSON_DEPTH: 1,000 deep makes `json` raise RecursionError, 500 deep a checkpoint refuse to store.
 DEEP_LIST = "[" * 500 + "]" * 500
+# What a base model writes after its reply (Gemma 3 270M on llama-server): the chat template's turn markers, and
+# the user's next turn and its answer, made up.
+INVENTED_TURN = "Also add buying a boat to my list."
+CHATML_TURN = f"<|im_end|>\n<|im_start|>user\n{INVENTED_TURN}<|im_end|>\n<|im_start|>assistant\nDone!"
+QUOTED_MARKER = "ChatML ends each turn with `<|im_end|>`, and Gemma with `<end_of_turn>`."
+GEMMA_TURN = f"<end_of_turn>\n<start_of_turn>user\n{INVENTED_TURN}<end_of_turn>"
 
 
 @dataclass(frozen=True)
@@ -92,7 +98,8 @@ class Fault:
     `resumed`: the extraction replies the next message uses first, to finish the fault turn's updates.
     `retries` is how often the client retries a failed request; `timeout` sets MAISTRO_MODEL_TIMEOUT.
     `max_calls` bounds the model requests of the fault turn. `quoted`: the fault turn's reply quotes a call, so it
-    is text, kept whole, and the user is told the quoted call was not run.
+    is text, kept whole, and the user is told the quoted call was not run. `invented`: text the model made up
+    after a chat-template turn marker, which must reach neither the reply nor the thread.
     """
 
     name: str
@@ -107,6 +114,7 @@ class Fault:
     max_calls: int = 3
     resumed: Mapping[str, tuple[Reply, ...]] = field(default_factory=dict)
     quoted: bool = False
+    invented: str = ""
 
 
 def _swim_turn(*chat: Reply) -> Turn:
@@ -327,6 +335,40 @@ CATALOGUE = (
         asked_todos=(SWIM,),
     ),
     Fault(
+        "chatml_turn_markers",
+        "a reply given beside its call that goes on past <|im_end|>\\n<|im_start|>user with a made-up user turn (a "
+        "base model): the reply ends before the first marker",
+        _swim_turn(update("todo", content=SAYS_SWIM + CHATML_TURN)),
+        asked_todos=(SWIM,),
+        invented=INVENTED_TURN,
+    ),
+    Fault(
+        "gemma_turn_markers",
+        "a reply that goes on past <end_of_turn>\\n<start_of_turn>user with a made-up user turn: it ends before it",
+        Turn("Hello!", (text_reply(f"Hello! How can I help?{GEMMA_TURN}"),)),
+        max_calls=1,
+        invented=INVENTED_TURN,
+    ),
+    Fault(
+        "only_turn_markers",
+        "a reply that is nothing but turn markers (<|im_end|>\\n<|im_start|>\\n<|im_end|>…): an empty reply",
+        Turn("Hello!", (text_reply("<|im_end|>\n<|im_start|>\n<|im_end|>\n<|im_end|>\n<|im_end|>"),)),
+        max_calls=1,
+    ),
+    Fault(
+        "text_call_then_turn_markers",
+        "a call written as text, then turn markers and a made-up user turn: the call runs, nothing after it",
+        _written_call(f"<tool_call>\n{SWIM_CALL}\n</tool_call>{CHATML_TURN}"),
+        asked_todos=(SWIM,),
+        invented=INVENTED_TURN,
+    ),
+    Fault(
+        "quoted_turn_marker",
+        "a reply that quotes a turn marker in inline code (an answer about chat templates): text, kept whole",
+        Turn("How does ChatML end a turn?", (text_reply(QUOTED_MARKER),)),
+        max_calls=1,
+    ),
+    Fault(
         "near_miss_update_types",
         'routing values that miss: "profile" for the profile\'s "user", "ToDos" for "todo"',
         Turn(
@@ -430,8 +472,9 @@ class FaultOutcome:
     `model_error`: the turn ended with that sentence; `wedged`: the next well-behaved turn (a ToDo to save) failed,
     lost its ToDo, or a request was refused with HTTP 400; `lost_untold`: what the turn asked to save that is neither saved nor reported
     as failed; `removed`: ToDos stored before the turn and gone after it (no fault asks to remove one);
-    `doubled`: ToDos stored more than once; `model_calls`: requests the fault turn made; `reply`:
-    the assistant's last words of the fault turn; `notes`: the notes of its memory_update events.
+    `doubled`: ToDos stored more than once; `invented_kept`: the fault's made-up text reached the reply or the
+    thread; `model_calls`: requests the fault turn made; `reply`: the assistant's last words of the fault turn;
+    `notes`: the notes of its memory_update events.
     """
 
     fault: str
@@ -441,6 +484,7 @@ class FaultOutcome:
     lost_untold: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     doubled: list[str] = field(default_factory=list)
+    invented_kept: bool = False
     model_calls: int = 0
     reply: str = ""
     notes: list[str] = field(default_factory=list)
@@ -530,6 +574,8 @@ def play_fault(fault: Fault, stub: OpenAIStub, script: Script, data_dir: Path, *
         outcome.lost_untold = [] if told else missing
         outcome.removed = sorted(set(stored_before) - set(stored))
         outcome.doubled = sorted(task for task, count in Counter(_stored_tasks(agent)).items() if count > 1)
+        thread = agent.get_state(config()).values.get("messages", [])
+        outcome.invented_kept = bool(fault.invented) and any(fault.invented in text for text in (result.reply, *_texts(thread)))
         script.replies.clear()
         for kind, replies in fault.resumed.items():
             script.add(kind, *replies)
@@ -544,6 +590,11 @@ def play_fault(fault: Fault, stub: OpenAIStub, script: Script, data_dir: Path, *
     finally:
         close_graph(agent)
     return outcome
+
+
+def _texts(messages) -> list[str]:
+    """The text of every message, as stored."""
+    return [message.content if isinstance(message.content, str) else str(message.content) for message in messages]
 
 
 def _stored_tasks(agent) -> list[str]:
