@@ -26,8 +26,13 @@ from prompts import QUOTED_CALL_NOTE, REFUSED_MALFORMED_NOTE
 from tests.support.helpers import config, todos
 from tests.support.model_faults import (
     ADDED_SWIM,
+    ALREADY_LISTED,
     FAULTS,
     GRANDMA,
+    JSON_RECOVERY,
+    NOTED,
+    NOTHING_CHANGED,
+    ON_THE_LIST,
     QUOTED_MARKER,
     RECOVERY,
     RECOVERY_REPLY,
@@ -37,6 +42,7 @@ from tests.support.model_faults import (
     play_fault,
 )
 from tests.support.openai_stub import RawBody, calls_reply, raw_call, tool_calls_reply
+from tests.support.thread_checks import doubled_todos
 
 ROOT = Path(__file__).resolve().parents[1]
 QUOTED_LINE = f"✗ {QUOTED_CALL_NOTE.format(memory='ToDo list')}"
@@ -258,3 +264,31 @@ def test_the_benchmark_prints_a_row_per_fault(capsys):
         "outcome",
     ]
     assert line.split()[:8] == ["hermes_text_call", "no", "no", "no", "no", "no", "no", "3"]
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("json_same_task_twice", [SAYS_SWIM, "✎ ToDo added: Book swim lessons"]),
+        (
+            "json_listed_task_again",
+            [SAYS_SWIM, "✎ ToDo added: Book swim lessons", ON_THE_LIST, ALREADY_LISTED],
+        ),
+        (
+            "json_renamed_like_another",
+            ["I'll add both.", "✎ ToDo added: Book the dentist", "✎ ToDo added: Buy milk", NOTED, NOTHING_CHANGED],
+        ),
+    ],
+)
+def test_json_fault_through_the_chat_command(name, shown, stub, script, monkeypatch, tmp_path):
+    """A model that answers in JSON doubles nothing through `maistro chat` either: each ToDo is shown added once."""
+    monkeypatch.setenv("MAISTRO_CALL_MODE", "json")
+    turns = [*FAULTS[name].setup, FAULTS[name].turn, JSON_RECOVERY]
+    for turn in turns:
+        turn.queue(script)
+
+    result = CliRunner().invoke(app, ["chat", "--user", "Lance", "--retries", "0"], input="".join(f"{t.message}\n" for t in turns))
+
+    assert result.exception is None and result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [*shown, RECOVERY_REPLY, "✎ ToDo added: Call grandma"], "each ToDo added once"
+    assert doubled_todos(build_graph(tmp_path / "default-data").store, "Lance") == []

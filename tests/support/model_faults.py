@@ -21,8 +21,8 @@ attack where an example is run: a memory the turn was never asked to change is g
 import contextlib
 import json
 import os
-from collections import Counter
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -43,12 +43,15 @@ from tests.support.openai_stub import (
     RawBody,
     StubError,
     calls_reply,
+    json_reply,
+    json_schema,
     raw_call,
     text_reply,
     tool_calls_reply,
 )
 from tests.support.stored_names import TODO
-from tests.support.stub_script import Reply, Script, update
+from tests.support.stub_script import Reply, Script, route, update
+from tests.support.thread_checks import doubled
 
 SWIM = "Book swim lessons"
 MILK = "Buy milk"
@@ -99,7 +102,9 @@ class Fault:
     `retries` is how often the client retries a failed request; `timeout` sets MAISTRO_MODEL_TIMEOUT.
     `max_calls` bounds the model requests of the fault turn. `quoted`: the fault turn's reply quotes a call, so it
     is text, kept whole, and the user is told the quoted call was not run. `invented`: text the model made up
-    after a chat-template turn marker, which must reach neither the reply nor the thread.
+    after a chat-template turn marker, which must reach neither the reply nor the thread. `call_mode` is
+    MAISTRO_CALL_MODE for the whole play: "json" plays a model answering in schema-constrained JSON (its routing
+    answer and its extraction news queued as "route" and the kind's replies of its turns).
     """
 
     name: str
@@ -115,6 +120,7 @@ class Fault:
     resumed: Mapping[str, tuple[Reply, ...]] = field(default_factory=dict)
     quoted: bool = False
     invented: str = ""
+    call_mode: str = "tools"
 
 
 def _swim_turn(*chat: Reply) -> Turn:
@@ -143,6 +149,39 @@ def _refused_text_call(text: str) -> Turn:
     """The reply is a call written as text that cannot be read: refused once, the model replies again."""
     return Turn(ASK_SWIM, (text_reply(text), SORRY))
 
+
+def todo_news(*new: dict, changed: Callable[[dict], list[dict]] = lambda _request: []) -> Callable[[dict], dict]:
+    """A JSON model's ToDo news: the `new` ToDos, the `changed` ones (read from the request, whose prompt numbers the
+    listed ToDos), and every other part the request's schema asks for empty."""
+
+    def answer(request: dict) -> dict:
+        given = {"new": list(new), "changed": changed(request)}
+        return json_reply({part: given.get(part, []) for part in json_schema(request)["schema"]["properties"]})
+
+    return answer
+
+
+def numbered_as(word: str) -> Callable[[dict], str]:
+    """The number the JSON extraction prompt gives the listed document that holds `word`."""
+
+    def number(request: dict) -> str:
+        prompt = request["messages"][0]["content"]
+        return next(found[1] for found in re.finditer(r"^(\d+)\. (\{.*\})$", prompt, re.M) if word in found[2])
+
+    return number
+
+
+def _json_turn(message: str, news: Reply, *replies: str) -> Turn:
+    """A turn of a model that answers in JSON: it routes the message to the ToDo list, replies, and gives `news`
+    (a second reply answers again when the news changed nothing)."""
+    return Turn(message, tuple(text_reply(reply) for reply in replies), {"route": (route("todo"),), "todo": (news,)})
+
+
+SWIM_NEWS = {"task": SWIM, "solutions": ["SF swim schools"]}
+JSON_SWIM = _json_turn(ASK_SWIM, todo_news(SWIM_NEWS), SAYS_SWIM)
+ON_THE_LIST, ALREADY_LISTED = "It's on your list.", "Swim lessons are on your ToDo list already."
+NOTED, NOTHING_CHANGED = "Noted.", "Your ToDo list is unchanged."
+DENTIST_AND_MILK = "I need to book the dentist and buy milk."
 
 CATALOGUE = (
     Fault(
@@ -404,6 +443,46 @@ CATALOGUE = (
         asked_todos=(SWIM,),
     ),
     Fault(
+        "json_same_task_twice",
+        "JSON mode: the news holds the same new ToDo twice, with two lists of solutions (Gemma 3 270M): saved once",
+        _json_turn(ASK_SWIM, todo_news(SWIM_NEWS, {"task": SWIM, "solutions": ["Call the pool"]}), SAYS_SWIM),
+        asked_todos=(SWIM,),
+        call_mode="json",
+    ),
+    Fault(
+        "json_listed_task_again",
+        'JSON mode: a listed ToDo sent back as new with other punctuation and case ("book swim lessons."): not saved again',
+        _json_turn(
+            "Remind me: I need to book swim lessons.",
+            todo_news({"task": "book swim lessons.", "solutions": ["Call the pool"]}),
+            ON_THE_LIST,
+            ALREADY_LISTED,
+        ),
+        setup=(JSON_SWIM,),
+        call_mode="json",
+        max_calls=4,
+    ),
+    Fault(
+        "json_renamed_like_another",
+        "JSON mode: a change that renames a listed ToDo like another listed one (the dentist becomes \"Buy milk\"): "
+        "not made",
+        _json_turn(
+            "I don't need to book the dentist after all, but I do need to buy milk.",
+            todo_news(changed=lambda request: [{"item": numbered_as("dentist")(request), "task": MILK}]),
+            NOTED,
+            NOTHING_CHANGED,
+        ),
+        setup=(
+            _json_turn(
+                DENTIST_AND_MILK,
+                todo_news({"task": DENTIST, "solutions": ["Dr. Lee"]}, {"task": MILK, "solutions": ["Corner shop"]}),
+                "I'll add both.",
+            ),
+        ),
+        call_mode="json",
+        max_calls=4,
+    ),
+    Fault(
         "invalid_body",
         "an HTML error page with status 200 where the completion belongs",
         Turn(ASK_SWIM, (RawBody("<html><body>502 Bad Gateway</body></html>"),)),
@@ -464,6 +543,10 @@ RECOVERY = Turn(
 )
 
 
+# The well-behaved turn after a fault played by a model that answers in JSON.
+JSON_RECOVERY = _json_turn(RECOVERY.message, todo_news({"task": GRANDMA, "solutions": ["Sunday evening"]}), RECOVERY_REPLY)
+
+
 @dataclass
 class FaultOutcome:
     """What a fault did to a turn, measured from outside as a caller and the user see it.
@@ -493,18 +576,25 @@ class FaultOutcome:
 @contextlib.contextmanager
 def model_timeout(seconds: float | None) -> Iterator[None]:
     """MAISTRO_MODEL_TIMEOUT set to `seconds` for the block (unchanged when None)."""
-    if seconds is None:
+    with _environment("MAISTRO_MODEL_TIMEOUT", None if seconds is None else str(seconds)):
+        yield
+
+
+@contextlib.contextmanager
+def _environment(name: str, value: str | None) -> Iterator[None]:
+    """The environment variable `name` set to `value` for the block (unchanged when None)."""
+    if value is None:
         yield
         return
-    saved = os.environ.get("MAISTRO_MODEL_TIMEOUT")
-    os.environ["MAISTRO_MODEL_TIMEOUT"] = str(seconds)
+    saved = os.environ.get(name)
+    os.environ[name] = value
     try:
         yield
     finally:
         if saved is None:
-            os.environ.pop("MAISTRO_MODEL_TIMEOUT", None)
+            os.environ.pop(name, None)
         else:
-            os.environ["MAISTRO_MODEL_TIMEOUT"] = saved
+            os.environ[name] = saved
 
 
 @dataclass
@@ -545,6 +635,11 @@ def play_fault(fault: Fault, stub: OpenAIStub, script: Script, data_dir: Path, *
     """Play `fault` through `graph.stream` (`streamed`: with stream_mode "messages" too, so the chat model streams)
     on a fresh graph in `data_dir`, then a well-behaved turn; its `FaultOutcome`. OPENAI_BASE_URL must point at
     `stub`, which answers from `script`."""
+    with _environment("MAISTRO_CALL_MODE", fault.call_mode):
+        return _play_fault(fault, stub, script, data_dir, streamed=streamed)
+
+
+def _play_fault(fault: Fault, stub: OpenAIStub, script: Script, data_dir: Path, *, streamed: bool) -> FaultOutcome:
     modes = ["values", "custom", *(["messages"] if streamed else [])]
     outcome = FaultOutcome(fault.name)
     with model_timeout(fault.timeout):
@@ -573,13 +668,13 @@ def play_fault(fault: Fault, stub: OpenAIStub, script: Script, data_dir: Path, *
         missing += [f"profile {name}" for name, value in fault.asked_profile.items() if profile.get(name) != value]
         outcome.lost_untold = [] if told else missing
         outcome.removed = sorted(set(stored_before) - set(stored))
-        outcome.doubled = sorted(task for task, count in Counter(_stored_tasks(agent)).items() if count > 1)
+        outcome.doubled = doubled(_stored_tasks(agent))
         thread = agent.get_state(config()).values.get("messages", [])
         outcome.invented_kept = bool(fault.invented) and any(fault.invented in text for text in (result.reply, *_texts(thread)))
         script.replies.clear()
         for kind, replies in fault.resumed.items():
             script.add(kind, *replies)
-        RECOVERY.queue(script)
+        (JSON_RECOVERY if fault.call_mode == "json" else RECOVERY).queue(script)
         recovery = _run_turn(agent, RECOVERY.message, modes)
         outcome.wedged = (
             recovery.error is not None
