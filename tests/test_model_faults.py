@@ -23,7 +23,7 @@ from graph.backends.model import ModelUnavailableError
 from graph.thread.bounded_json import TOO_DEEP, TOO_LONG
 from graph.thread.turn_markers import first_marker
 from prompts import QUOTED_CALL_NOTE, REFUSED_MALFORMED_NOTE
-from tests.support.helpers import config, todos
+from tests.support.helpers import config, profile_of, todos
 from tests.support.model_faults import (
     ADDED_SWIM,
     ALREADY_LISTED,
@@ -62,6 +62,7 @@ def test_fault_through_graph_stream(name, streamed, stub, script, tmp_path):
     assert outcome.lost_untold == []
     assert outcome.removed == [], "a memory the turn never asked to change is gone"
     assert outcome.doubled == []
+    assert outcome.unasked_profile == [], "nothing the user did not say is stored"
     assert not outcome.invented_kept, "what a model made up after a turn marker is not its reply"
     assert first_marker(outcome.reply) is None, "a chat-template turn marker never reaches the user"
     assert outcome.model_calls <= fault.max_calls
@@ -274,6 +275,7 @@ def test_the_benchmark_prints_a_row_per_fault(capsys):
             "json_listed_task_again",
             [SAYS_SWIM, "✎ ToDo added: Book swim lessons", ON_THE_LIST, ALREADY_LISTED],
         ),
+        ("json_placeholder_profile", ["Sure."]),
         (
             "json_renamed_like_another",
             ["I'll add both.", "✎ ToDo added: Book the dentist", "✎ ToDo added: Buy milk", NOTED, NOTHING_CHANGED],
@@ -281,7 +283,8 @@ def test_the_benchmark_prints_a_row_per_fault(capsys):
     ],
 )
 def test_json_fault_through_the_chat_command(name, shown, stub, script, monkeypatch, tmp_path):
-    """A model that answers in JSON doubles nothing through `maistro chat` either: each ToDo is shown added once."""
+    """A model that answers in JSON doubles and invents nothing through `maistro chat` either: each ToDo is shown
+    added once, a placeholder profile is not."""
     monkeypatch.setenv("MAISTRO_CALL_MODE", "json")
     turns = [*FAULTS[name].setup, FAULTS[name].turn, JSON_RECOVERY]
     for turn in turns:
@@ -291,4 +294,5 @@ def test_json_fault_through_the_chat_command(name, shown, stub, script, monkeypa
 
     assert result.exception is None and result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [*shown, RECOVERY_REPLY, "✎ ToDo added: Call grandma"], "each ToDo added once"
-    assert doubled_todos(build_graph(tmp_path / "default-data").store, "Lance") == []
+    agent = build_graph(tmp_path / "default-data")
+    assert doubled_todos(agent.store, "Lance") == [] and profile_of(agent) is None

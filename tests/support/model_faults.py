@@ -483,6 +483,20 @@ CATALOGUE = (
         max_calls=4,
     ),
     Fault(
+        "json_placeholder_profile",
+        'JSON mode: a profile of placeholders, "A" for the name, the city and the job (Gemma 3 270M), on a message '
+        'whose words hold "a" only inside them: nothing stored',
+        Turn(
+            "Put buy groceries and fix the bike light on my list.",
+            (text_reply("Sure."),),
+            {
+                "route": (route("user"),),
+                "profile": (json_reply({"name": "A", "location": "A", "job": "A", "connections": [], "interests": []}),),
+            },
+        ),
+        call_mode="json",
+    ),
+    Fault(
         "invalid_body",
         "an HTML error page with status 200 where the completion belongs",
         Turn(ASK_SWIM, (RawBody("<html><body>502 Bad Gateway</body></html>"),)),
@@ -555,7 +569,8 @@ class FaultOutcome:
     `model_error`: the turn ended with that sentence; `wedged`: the next well-behaved turn (a ToDo to save) failed,
     lost its ToDo, or a request was refused with HTTP 400; `lost_untold`: what the turn asked to save that is neither saved nor reported
     as failed; `removed`: ToDos stored before the turn and gone after it (no fault asks to remove one);
-    `doubled`: ToDos stored more than once; `invented_kept`: the fault's made-up text reached the reply or the
+    `doubled`: ToDos stored more than once; `unasked_profile`: profile fields stored that the turn never gave;
+    `invented_kept`: the fault's made-up text reached the reply or the
     thread; `model_calls`: requests the fault turn made; `reply`: the assistant's last words of the fault turn;
     `notes`: the notes of its memory_update events.
     """
@@ -567,6 +582,7 @@ class FaultOutcome:
     lost_untold: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     doubled: list[str] = field(default_factory=list)
+    unasked_profile: list[str] = field(default_factory=list)
     invented_kept: bool = False
     model_calls: int = 0
     reply: str = ""
@@ -666,6 +682,7 @@ def _play_fault(fault: Fault, stub: OpenAIStub, script: Script, data_dir: Path, 
         profile = profile_of(agent) or {}
         missing = [task for task in fault.asked_todos if task not in stored]
         missing += [f"profile {name}" for name, value in fault.asked_profile.items() if profile.get(name) != value]
+        outcome.unasked_profile = sorted(name for name, value in profile.items() if value and name not in fault.asked_profile)
         outcome.lost_untold = [] if told else missing
         outcome.removed = sorted(set(stored_before) - set(stored))
         outcome.doubled = doubled(_stored_tasks(agent))
