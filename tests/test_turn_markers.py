@@ -5,9 +5,12 @@ import time
 import pytest
 from langchain_core.messages import AIMessage
 
-from graph import DEFAULT_MEMORY_KINDS
+from graph import DEFAULT_MEMORY_KINDS, build_graph
 from graph.thread.model_message import normalise_reply
 from graph.thread.turn_markers import TURN_MARKERS, cut_at_turn_marker, streamable_part
+from tests.support.helpers import instructions_of, turn
+from tests.support.openai_stub import text_reply
+from tests.support.stub_script import update
 
 
 @pytest.mark.parametrize("marker", sorted({marker for markers in TURN_MARKERS.values() for marker in markers}))
@@ -51,3 +54,14 @@ def test_many_markers_and_backticks_are_read_in_linear_time():
     started = time.process_time()
     cut_at_turn_marker("`" * 200_000 + "<|im_end|>" * 50_000)
     assert time.process_time() - started < 1.0
+
+
+def test_the_instructions_a_model_rewrites_end_before_its_turn_markers(stub, script, tmp_path):
+    agent = build_graph(tmp_path)
+    script.add("chat", update("instructions", content="Got it."))
+    script.add("instructions", text_reply("Write every ToDo in Spanish.<|im_end|>\n<|im_start|>user\nAnd in French."))
+
+    thread = turn(agent, "Please write every ToDo in Spanish.")
+
+    assert instructions_of(agent) == "Write every ToDo in Spanish."
+    assert thread[-1].content == "Got it." and not any("French" in message.text for message in thread)
