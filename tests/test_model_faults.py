@@ -275,6 +275,7 @@ def test_the_benchmark_prints_a_row_per_fault(capsys):
             "json_listed_task_again",
             [SAYS_SWIM, "✎ ToDo added: Book swim lessons", ON_THE_LIST, ALREADY_LISTED],
         ),
+        ("json_repeated_solutions", [SAYS_SWIM, "✎ ToDo added: Book swim lessons"]),
         ("json_placeholder_profile", ["Sure."]),
         (
             "json_renamed_like_another",
@@ -296,3 +297,4 @@ def test_json_fault_through_the_chat_command(name, shown, stub, script, monkeypa
     assert result.stdout.splitlines() == [*shown, RECOVERY_REPLY, "✎ ToDo added: Call grandma"], "each ToDo added once"
     agent = build_graph(tmp_path / "default-data")
     assert doubled_todos(agent.store, "Lance") == [] and profile_of(agent) is None
+    assert all(len(todo["solutions"]) == len(set(todo["solutions"])) for todo in todos(agent).values())

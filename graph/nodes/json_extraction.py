@@ -130,11 +130,14 @@ def valid_document(kind: MemoryKind, document: Mapping[str, Any], fallback: Mapp
 
 
 def grounded_fields(kind: MemoryKind, fields: Mapping[str, Any], words: UserWords) -> dict[str, Any]:
-    """The fields with a value, each text field (not a suggested one) only as far as the user said it."""
+    """The fields with a value, each text field (not a suggested one) only as far as the user said it, and each
+    list holding an item once (SmolLM2 gave one ToDo the solution "buy groceries" three times)."""
     checked = set(kind.text_fields) - set(kind.suggested_fields)
     kept = {}
     for name, value in fields.items():
         value = grounded_value(value, words) if name in checked else value
+        if isinstance(value, list):
+            value = [item for index, item in enumerate(value) if not any(same_document(item, v) for v in value[:index])]
         if value is not None and value != []:
             kept[name] = value
     return kept

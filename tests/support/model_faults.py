@@ -483,6 +483,13 @@ CATALOGUE = (
         max_calls=4,
     ),
     Fault(
+        "json_repeated_solutions",
+        'JSON mode: a new ToDo whose solutions repeat one item ("Call the pool" three times, as SmolLM2 did): kept once',
+        _json_turn(ASK_SWIM, todo_news({"task": SWIM, "solutions": ["Call the pool", "Call the pool", "call the  pool"]}), SAYS_SWIM),
+        asked_todos=(SWIM,),
+        call_mode="json",
+    ),
+    Fault(
         "json_placeholder_profile",
         'JSON mode: a profile of placeholders, "A" for the name, the city and the job (Gemma 3 270M), on a message '
         'whose words hold "a" only inside them: nothing stored',
@@ -569,7 +576,7 @@ class FaultOutcome:
     `model_error`: the turn ended with that sentence; `wedged`: the next well-behaved turn (a ToDo to save) failed,
     lost its ToDo, or a request was refused with HTTP 400; `lost_untold`: what the turn asked to save that is neither saved nor reported
     as failed; `removed`: ToDos stored before the turn and gone after it (no fault asks to remove one);
-    `doubled`: ToDos stored more than once; `unasked_profile`: profile fields stored that the turn never gave;
+    `doubled`: ToDos stored more than once, and a ToDo's solutions held more than once; `unasked_profile`: profile fields stored that the turn never gave;
     `invented_kept`: the fault's made-up text reached the reply or the
     thread; `model_calls`: requests the fault turn made; `reply`: the assistant's last words of the fault turn;
     `notes`: the notes of its memory_update events.
@@ -685,7 +692,7 @@ def _play_fault(fault: Fault, stub: OpenAIStub, script: Script, data_dir: Path, 
         outcome.unasked_profile = sorted(name for name, value in profile.items() if value and name not in fault.asked_profile)
         outcome.lost_untold = [] if told else missing
         outcome.removed = sorted(set(stored_before) - set(stored))
-        outcome.doubled = doubled(_stored_tasks(agent))
+        outcome.doubled = doubled(_stored_tasks(agent)) + _doubled_solutions(agent)
         thread = agent.get_state(config()).values.get("messages", [])
         outcome.invented_kept = bool(fault.invented) and any(fault.invented in text for text in (result.reply, *_texts(thread)))
         script.replies.clear()
@@ -702,6 +709,15 @@ def _play_fault(fault: Fault, stub: OpenAIStub, script: Script, data_dir: Path, 
     finally:
         close_graph(agent)
     return outcome
+
+
+def _doubled_solutions(agent) -> list[str]:
+    """"task: solution" for every solution a stored ToDo holds more than once (case and spacing aside)."""
+    return [
+        f"{item.value.get('task')}: {solution}"
+        for item in search_all(agent.store, namespace(TODO, "Lance"))
+        for solution in doubled(item.value.get("solutions") or [])
+    ]
 
 
 def _texts(messages) -> list[str]:
