@@ -492,9 +492,9 @@ CATALOGUE = (
     Fault(
         "json_placeholder_profile",
         'JSON mode: a profile of placeholders, "A" for the name, the city and the job (Gemma 3 270M), on a message '
-        'whose words hold "a" only inside them: nothing stored',
+        'with the article "a" and "and": nothing stored',
         Turn(
-            "Put buy groceries and fix the bike light on my list.",
+            "Put buy groceries and fix the bike light on a list.",
             (text_reply("Sure."),),
             {
                 "route": (route("user"),),
