@@ -16,6 +16,11 @@ Calls written as text run only when the whole reply is one in a known format (he
 reply that quotes a call (after prose, in a fence, inline code, OpenAI's shape, a JSON list) is text: it is kept
 whole, nothing of it runs, and the user is told the quoted call was not run (`quoted`). `removed` catches the
 attack where an example is run: a memory the turn was never asked to change is gone.
+
+A base model writes the chat template's turn markers and goes on as the user: the reply ends before the first
+marker, and `invented_kept` says whether the made-up turn reached the reply or the thread. Faults with
+`call_mode="json"` play a model that answers in schema-constrained JSON (SmolLM2's and Gemma's shapes: the same
+ToDo twice in one answer, a listed one sent back, a list repeating an item, a profile of placeholders).
 """
 
 import contextlib
