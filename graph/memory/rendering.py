@@ -8,7 +8,7 @@ from langgraph.store.base import Item
 
 from graph.memory.kinds import MemoryKind
 from graph.memory.selection import Selection
-from graph.thread.tokens import count_text_tokens
+from graph.text_tokens import count_text_tokens
 from prompts import GUIDANCE_SECTION, MEMORY_SECTION, NOT_SHOWN, NOT_SHOWN_OPEN_AND_CLOSED
 
 
