@@ -187,16 +187,17 @@ def _leave_now(code: int) -> NoReturn:
 
 
 def _show(kind: "MemoryKind", user: str | None, as_json: bool, data_dir: Path | None) -> None:
-    from rich.console import Console
-
-    from graph.app.tables import memory_view
-    from graph.memory.admin import export_memories
-
     user_id = _user(user)
     with _store(data_dir) as store:
         if as_json:
+            from graph.memory.admin import export_memories  # with the redaction rules: only for JSON
+
             typer.echo(json.dumps(export_memories(store, user_id)[kind.name], ensure_ascii=False, indent=2))
         else:
+            from rich.console import Console
+
+            from graph.app.tables import memory_view
+
             Console().print(memory_view(store, kind, user_id))
 
 
