@@ -23,6 +23,7 @@ from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, li
 from graph.memory.history import (
     AmbiguousChangeError,
     PrunedChangeError,
+    ShortChangeIdError,
     find_change,
     history_page,
     iter_history,
@@ -148,10 +149,12 @@ def test_undo_reverts_the_latest_change_and_one_named_by_its_prefix(store):
     undo_change(store, USER, created["id"][:5])
     assert store.get(namespace(kinds.TODO, USER), "fern") is None
 
-    write_history(store, [entry(1, START, entry_id="abc1"), entry(2, START, entry_id="abc2")], user="Ann")
+    write_history(store, [entry(1, START, entry_id="abcd1"), entry(2, START, entry_id="abcd2")], user="Ann")
     with pytest.raises(AmbiguousChangeError):
+        find_change(store, "Ann", "abcd")
+    with pytest.raises(ShortChangeIdError):
         find_change(store, "Ann", "abc")
-    assert find_change(store, "Ann", "abc2")["id"] == "abc2"
+    assert find_change(store, "Ann", "abcd2")["id"] == "abcd2"
 
 
 def cli(*args: str):

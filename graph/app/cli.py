@@ -373,16 +373,33 @@ def undo(
     user: UserOption = None,
     data_dir: DataDirOption = None,
 ) -> None:
-    """Revert a change to a user's memories (the last one by default); an undo can be undone too."""
-    from graph.app.tables import undo_summary
+    """Revert a change to a user's memories (the last one by default, else the one whose id starts with at least
+    4 given characters), naming the change it reverted and when it was made; an undo can be undone too."""
+    from graph.app.tables import change_summary, undo_summary
     from graph.memory.changes import IrreversibleChangeError, UnknownChangeError, undo_change
-    from graph.memory.history import AmbiguousChangeError, PrunedChangeError
+    from graph.memory.history import (
+        MIN_CHANGE_PREFIX,
+        AmbiguousChangeError,
+        PrunedChangeError,
+        ShortChangeIdError,
+        find_change,
+        latest_change,
+    )
     from graph.memory.kinds import configured_kinds
 
     user_id = _user(user)
+    kinds = configured_kinds()
     with _store(data_dir, index=True) as store:
         try:
-            entry = undo_change(store, user_id, change)
+            target = find_change(store, user_id, change) if change else latest_change(store, user_id)
+            if target is None:
+                raise UnknownChangeError("the history is empty")
+            entry = undo_change(store, user_id, target["id"], kinds)
+        except ShortChangeIdError:
+            _fail(
+                f"{change!r} is too short to name a change: give at least {MIN_CHANGE_PREFIX} characters of its id "
+                "(see `maistro history`)."
+            )
         except AmbiguousChangeError:
             _fail(f"More than one change of {user_id} starts with {change!r}; give more of its id (see `maistro history`).")
         except PrunedChangeError as error:
@@ -393,7 +410,8 @@ def undo(
             _fail(f"Nothing to undo for {user_id}: {error}.")
         except IrreversibleChangeError as error:
             _fail(f"Cannot undo for {user_id}: {error}.")
-    typer.echo(f"Undid change {entry['undoes'][:8]} of {user_id}: {undo_summary(entry, configured_kinds())}.")
+    reverted = f"{target['id'][:8]} of {user_id} ({change_summary(target, kinds)})"
+    typer.echo(f"Undid change {reverted}: {undo_summary(entry, kinds)}.")
 
 
 @app.command()
