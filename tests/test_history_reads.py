@@ -180,6 +180,9 @@ def test_maistro_history_shows_a_screenful_and_more_when_asked(tmp_path, monkeyp
     every = json.loads(cli("history", *where, "--all", "--json").output)
     assert list(every) == [e["id"] for e in expected][::-1]
     assert "newest of" not in cli("history", *where, "--all").output
+    both = cli("history", *where, "--all", "--limit", "3")
+    assert both.exit_code == 1
+    assert both.output == "--all shows every change and --limit 3 the newest 3: pass one of them, not both.\n"
 
 
 def test_retention_prunes_by_count_and_an_undo_says_the_change_is_no_longer_kept(sql_store, monkeypatch, tmp_path):

@@ -340,8 +340,9 @@ def forget(
 def history(
     user: UserOption = None,
     limit: Annotated[
-        int, typer.Option("--limit", "-n", min=1, help="Show the newest N changes (oldest of them first).")
-    ] = HISTORY_LIMIT,
+        int | None,
+        typer.Option("--limit", "-n", min=1, help=f"Show the newest N changes (oldest of them first; default {HISTORY_LIMIT})."),
+    ] = None,
     every: Annotated[bool, typer.Option("--all", help="Show every change, however many.")] = False,
     as_json: JsonOption = False,
     data_dir: DataDirOption = None,
@@ -353,9 +354,11 @@ def history(
     from graph.memory.history import history_page
     from graph.memory.kinds import configured_kinds
 
+    if every and limit is not None:
+        _fail(f"--all shows every change and --limit {limit} the newest {limit}: pass one of them, not both.")
     user_id = _user(user)
     with _store(data_dir) as store:
-        page = history_page(store, user_id, None if every else limit)
+        page = history_page(store, user_id, None if every else limit or HISTORY_LIMIT)
     entries = page.entries[::-1]
     if as_json:  # shaped like the "history" section of `maistro export`: store key (the change id) → entry
         typer.echo(json.dumps({entry["id"]: entry for entry in entries}, ensure_ascii=False, indent=2))
