@@ -1,0 +1,41 @@
+"""The docs' examples as a newcomer copies them: one user throughout, the demo's."""
+
+import re
+from pathlib import Path
+
+from graph.app.demo import USER
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def docs() -> dict[str, str]:
+    """The README and every page under docs/, by path."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    return {str(page.relative_to(ROOT)): page.read_text() for page in pages}
+
+
+def code_blocks(text: str) -> list[tuple[str, str]]:
+    """The fenced code blocks of a Markdown text: (language, code)."""
+    blocks, language, lines = [], None, []
+    for line in text.splitlines():
+        if line.startswith("```") and language is None:
+            language, lines = line[3:].strip(), []
+        elif line.startswith("```"):
+            blocks.append((language, "\n".join(lines) + "\n"))
+            language = None
+        elif language is not None:
+            lines.append(line)
+    return blocks
+
+
+def test_the_examples_use_the_demos_user():
+    """`maistro demo` files its memories under Lance: an example that then reads them names the same user."""
+    users = {
+        (path, user)
+        for path, text in docs().items()
+        for _language, block in code_blocks(text)
+        for user in re.findall(r"--user (\S+)|\"user_id\": \"([^\"]+)\"", block)
+    }
+    named = {(path, next(name for name in user if name)) for path, user in users}
+    assert named, "the docs have examples that name a user"
+    assert {(path, name) for path, name in named if name.split("-")[0] != USER} == set()
