@@ -1,6 +1,7 @@
 """The docs' examples as a newcomer copies them: one user throughout, the demo's."""
 
 import re
+import tomllib
 from pathlib import Path
 
 from graph.app.demo import USER
@@ -39,3 +40,15 @@ def test_the_examples_use_the_demos_user():
     named = {(path, next(name for name in user if name)) for path, user in users}
     assert named, "the docs have examples that name a user"
     assert {(path, name) for path, name in named if name.split("-")[0] != USER} == set()
+
+
+def test_serving_installs_the_server_extra_only():
+    """The README serves with `pip install -e ".[server]"`: the LangGraph CLI with its in-memory runtime, without
+    the test tools of the `dev` extra (which includes it)."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert {requirement.split(">")[0] for requirement in extras["server"]} == {"langgraph-cli[inmem]", "langgraph-sdk"}
+    assert "task-maistro[postgres,semantic,server]" in extras["dev"]
+    serving = next(
+        block for _language, block in code_blocks(docs()["README.md"]) if "\nlanggraph dev" in f"\n{block}"
+    )
+    assert serving.startswith('pip install -e ".[server]"')
