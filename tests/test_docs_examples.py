@@ -4,7 +4,11 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
+
+from graph import close_graph
 from graph.app.demo import USER
+from graph.app.tutorial import MESSAGES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,3 +56,34 @@ def test_serving_installs_the_server_extra_only():
         block for _language, block in code_blocks(docs()["README.md"]) if "\nlanggraph dev" in f"\n{block}"
     )
     assert serving.startswith('pip install -e ".[server]"')
+
+
+def python_example(marker: str) -> str:
+    """The one Python code block of the docs that holds `marker`."""
+    (found,) = [
+        block
+        for text in docs().values()
+        for language, block in code_blocks(text)
+        if language == "python" and marker in block
+    ]
+    return found
+
+
+@pytest.mark.parametrize("reply_timing", ["first", "after_updates"])
+def test_the_python_examples_run_offline_as_written(reply_timing, monkeypatch, capsys):
+    """The Python API's examples, copied as they are with no key and no endpoint (the `no_real_model` fixture):
+    the tutorial's loop prints the user's message and the reply, the context manager runs a turn, the
+    reply-first loop prints the reply's tokens."""
+    monkeypatch.setenv("MAISTRO_REPLY_TIMING", reply_timing)
+    namespace: dict = {}
+    exec(python_example("build_graph(chat_model=tutorial_model)"), namespace)
+    printed = capsys.readouterr().out
+    assert MESSAGES["profile"] in printed and "Nice to meet you, Lance! How can I help you today?" in printed
+
+    exec(python_example("with open_graph("), namespace)
+    assert capsys.readouterr().out == 'I added "Book swim lessons for 1-year-old daughter." to your list.\n'
+    exec(python_example('stream_mode=["messages", "custom"]'), namespace)
+    printed = capsys.readouterr().out
+    assert 'I added "Fix the jammed electric Yale lock on the door." and suggested a swim school' in printed
+    assert "✎ ToDo added: Fix the jammed electric Yale lock on the door." in printed
+    close_graph(namespace["graph"])
