@@ -182,15 +182,15 @@ def _not_kept(change_id: str, pruned: int) -> UnknownChangeError:
 def find_change(store: BaseStore, user_id: str, change_id: str) -> dict[str, Any]:
     """The history entry whose id is `change_id`, or else the only one whose id starts with it.
 
-    Raises `ShortChangeIdError` when it has fewer than MIN_CHANGE_PREFIX characters, `AmbiguousChangeError`
-    when several ids start with it, `PrunedChangeError` when none does and MAISTRO_HISTORY_KEEP has pruned the
-    user's history, and `UnknownChangeError` otherwise.
+    Raises `ShortChangeIdError` when no id is `change_id` and it has fewer than MIN_CHANGE_PREFIX characters,
+    `AmbiguousChangeError` when several ids start with it, `PrunedChangeError` when none does and
+    MAISTRO_HISTORY_KEEP has pruned the user's history, and `UnknownChangeError` otherwise.
     """
-    if len(change_id) < MIN_CHANGE_PREFIX:
-        raise ShortChangeIdError(f"a change id needs at least {MIN_CHANGE_PREFIX} of its characters")
     (item,) = store.batch([GetOp(namespace(HISTORY, user_id), change_id)]) if change_id else (None,)
     if item is not None and (entry := readable_entry(item.value)):
         return entry
+    if len(change_id) < MIN_CHANGE_PREFIX:
+        raise ShortChangeIdError(f"a change id prefix needs at least {MIN_CHANGE_PREFIX} characters")
     index = _index(store)
     if index is None:
         matches = [
