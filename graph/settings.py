@@ -40,6 +40,11 @@ MAX_NODE_THREADS = 1024
 DEFAULT_MAX_INSTRUCTION_CHARS = 4000
 # Its highest setting: 20,000 Chinese characters are 60 kB of JSON, under the store's 64 KiB per document.
 MAX_INSTRUCTION_CHARS = 20_000
+# The most tokens a model's answer may take by default (MAISTRO_MAX_REPLY_TOKENS): a long reply, and a bound on a small
+# model that would otherwise repeat a clause until its context is full (issue 32: 7,600 tokens, 13 minutes).
+DEFAULT_MAX_REPLY_TOKENS = 1024
+# The fewest tokens a context window (MAISTRO_CONTEXT_TOKENS) may have: the chat prompt's rules alone take about 600.
+MIN_CONTEXT_TOKENS = 1024
 
 
 class SettingsError(ValueError):
@@ -199,6 +204,10 @@ class Settings(BaseModel):
     max_instruction_chars: int = Field(
         DEFAULT_MAX_INSTRUCTION_CHARS, ge=1, le=MAX_INSTRUCTION_CHARS, alias="MAISTRO_MAX_INSTRUCTION_CHARS"
     )
+    # The most tokens one answer of the model may take (sent as `max_tokens`); a reply cut there is marked as cut.
+    max_reply_tokens: int = Field(DEFAULT_MAX_REPLY_TOKENS, ge=16, le=100_000, alias="MAISTRO_MAX_REPLY_TOKENS")
+    # The model's context window in tokens, when the endpoint does not say (llama.cpp's `/props` does); None: unknown.
+    context_tokens: int | None = Field(None, ge=MIN_CONTEXT_TOKENS, alias="MAISTRO_CONTEXT_TOKENS")
     reply_timing: Literal[REPLY_TIMINGS] = Field("first", alias="MAISTRO_REPLY_TIMING")  # type: ignore[valid-type]
     call_mode: Literal[CALL_MODES] = Field("auto", alias="MAISTRO_CALL_MODE")  # type: ignore[valid-type]
     memory_kinds_spec: Annotated[str, AfterValidator(_memory_kinds)] = Field("", alias="MAISTRO_MEMORY_KINDS")

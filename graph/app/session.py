@@ -16,6 +16,7 @@ from graph.memory.history import iter_history
 from graph.memory.kinds import MemoryKind, configured_kinds, kind_for_update
 from graph.memory.notes import change_notes
 from graph.nodes.update import MEMORY_UPDATE_EVENT
+from graph.thread.cut_replies import cut_notice
 from graph.thread.text_calls import speakable_prefix
 from graph.thread.tool_calls import last_human_message, pending_update_calls, turn_answered
 
@@ -216,19 +217,23 @@ def _chat_events(
     new_messages: Sequence[AnyMessage], streamed: dict[str, str], kinds: Sequence[MemoryKind]
 ) -> Iterator[Token | Notice | Progress]:
     """Events for the chat node's new messages: replies not streamed, what a stored reply adds to its streamed
-    text (the notice that the user's message was cut, or what was held back while it might have been a call
-    written as text), and progress when memory updates follow. What is shown is added to `streamed`, so a reply
+    text (the notice that the user's message was cut, what was held back while it might have been a call written
+    as text, or the notice that the reply was cut at the token limit), and progress when memory updates follow. What is shown is added to `streamed`, so a reply
     the chat node stores again (moved after its calls' answers) is not shown twice."""
     for message in new_messages:
         if not isinstance(message, AIMessage):
             continue
         shown = streamed.get(message.id)
-        if message.text and not shown:
-            yield Token(message.text, message.id)
-        elif shown and message.text != shown and message.text.endswith(shown):
-            yield Notice(message.text.removesuffix(shown).strip())
-        elif shown and message.text.startswith(shown) and message.text[len(shown) :].strip():
-            yield Token(message.text[len(shown) :], message.id)  # what was held back and is not a call
+        cut = cut_notice(message) if shown != message.text else ""
+        text = message.text.removesuffix(cut).rstrip() if cut else message.text
+        if text and not shown:
+            yield Token(text, message.id)
+        elif shown and text != shown and text.endswith(shown):
+            yield Notice(text.removesuffix(shown).strip())
+        elif shown and text.startswith(shown) and text[len(shown) :].strip():
+            yield Token(text[len(shown) :], message.id)  # what was held back and is not a call
+        if cut:
+            yield Notice(cut)
         if message.text:
             streamed[message.id] = message.text
     if calls := pending_update_calls(new_messages):
