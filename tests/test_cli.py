@@ -197,7 +197,7 @@ def test_chat_reports_a_server_error_and_the_same_message_can_be_sent_again(stub
         "✎ ToDo added: Book swim lessons",
         "I added the swim lessons.",
     ]
-    assert [m["role"] for m in chat_requests(stub)[-1]["messages"]] == ["system", "user", "assistant", "tool"]
+    assert [m["role"] for m in chat_requests(stub)[-1]["messages"]] == ["system", "system", "user", "assistant", "tool"]
     assert all(request.get("stream") for request in chat_requests(stub))
 
 
@@ -225,7 +225,7 @@ def test_chat_slash_commands_print_plain_text(stored, stub, script):
     assert "Book swim lessons" in out and "San Francisco" in out and "Name local vendors." in out
     assert "Unknown command /bogus; /help lists the commands." in out
     assert "New thread " in out and out.rstrip().endswith("Hi there.")
-    assert [m["content"] for m in chat_requests(stub)[-1]["messages"][1:]] == ["Hello"]
+    assert [m["content"] for m in chat_requests(stub)[-1]["messages"][2:]] == ["Hello"], "after the context block"
 
 
 def run_chat_process(*args: str, input: str) -> subprocess.CompletedProcess:
