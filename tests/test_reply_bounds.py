@@ -208,3 +208,30 @@ def test_maistro_chat_tells_a_cut_reply_and_a_thread_over_the_window_goes_on(lla
 def test_an_ai_message_without_finish_reason_is_not_cut():
     assert cut_notice(AIMessage(content="Fine.")) == ""
     assert cut_notice(AIMessage(content="Fine.", response_metadata={"finish_reason": "length"})) == ""
+
+
+def test_a_prompt_over_its_budget_loses_the_oldest_turns_then_the_summary_then_is_cut_keeping_the_latest_message():
+    from langchain_core.messages import SystemMessage
+
+    from graph.thread.tokens import count_tokens
+    from graph.thread.window import PromptParts, fitted
+
+    def head(summary: str) -> list:
+        return [SystemMessage("Rules." + (f" Summary: {summary}" if summary else ""))]
+
+    history = [HumanMessage("first question"), AIMessage("first answer"), HumanMessage("second question"),
+               AIMessage("second answer"), HumanMessage("What now?")]
+    parts = PromptParts.of(head, "an old summary", history, [SystemMessage("Context.")])
+
+    assert fitted(parts, None) == parts.prompt()
+    without_first = fitted(parts, count_tokens(parts.prompt()) - 3)
+    assert [m.text for m in without_first][1:] == ["second question", "second answer", "Context.", "What now?"]
+    assert "old summary" in without_first[0].text, "the summary goes after the earlier turns"
+    oversized = PromptParts.of(head, "", [HumanMessage("first " * 400), AIMessage("ok"), HumanMessage("What now?")], [])
+    assert fitted(oversized, 300)[1].text.endswith("[…]"), "an oversized earlier message is cut before turns go"
+    bare = fitted(parts, count_tokens([*head(""), SystemMessage("Context."), HumanMessage("What now?")]))
+    assert [m.type for m in bare] == ["system", "system", "human"] and bare[-1].text == "What now?"
+    assert "old summary" not in bare[0].text
+    long_message = PromptParts.of(head, "", [HumanMessage("word " * 2000)], [SystemMessage("Context.")])
+    cut = fitted(long_message, 200)
+    assert count_tokens(cut) <= 200 and cut[-1].text.startswith("word word") and cut[-1].text.endswith("[…]")
