@@ -36,7 +36,7 @@ from graph.memory.context import read_turn_memories
 from graph.memory.kinds import kind_named, load_memory_kinds
 from graph.memory.rendering import COLLECTION_TOKENS, render_collection
 from graph.memory.store import namespace, read_kind
-from graph.nodes.chat import chat_system_message
+from graph.nodes.chat import chat_context, chat_system_prompt
 from graph.settings import Settings
 from graph.text_tokens import count_text_tokens
 from tests.support.custom_kinds import CONTACT, HEALTH, KINDS
@@ -88,7 +88,7 @@ def test_new_kinds_are_routed_extracted_with_trustcall_stored_and_shown_in_the_p
     assert reports == ["Contact list changes:\ncreated: Ada", "Health updated: allergies."], "conditions stayed empty"
     model.add("task_maistro", say("Ada is your sister."))
     turn(kinds_agent, "Who is Ada?")
-    next_prompt = model.calls_in("task_maistro")[-1].messages[0].content
+    next_prompt = model.calls_in("task_maistro")[-1].system
     assert "(name | phone | relation)\n- Ada | 555-0100 | sister" in next_prompt, "a collection's rows"
     assert '"allergies": ["peanuts"]' in next_prompt
     assert sorted((e["kind"], e["action"]) for e in list_history(kinds_agent.store, "Lance")) == [
@@ -130,7 +130,7 @@ def test_a_kind_renders_its_own_prompt_section(model, tmp_path):
     turn(agent, "Who is Ada?")
     close_graph(agent)
 
-    assert "<contact>\nAda (555-0100)\n</contact>" in model.calls_in("task_maistro")[-1].messages[0].content
+    assert "<contact>\nAda (555-0100)\n</contact>" in model.calls_in("task_maistro")[-1].system
 
 
 def test_an_update_type_of_no_kind_is_answered_with_the_choices(kinds_agent, model):
@@ -464,11 +464,11 @@ TONE = MemoryKind(name="tone", schema=Tone, collection=False, description="how t
 
 
 def system_prompt(kinds, user_id: str = "Lance", store=None) -> str:
-    """The chat prompt of a turn that says hello, for `kinds`."""
+    """The chat prompt of a turn that says hello, for `kinds`: its stable part and the context block with the memories."""
     store = store or InMemoryStore()
     settings = Configuration(user_id=user_id)
     memories = read_turn_memories(store, settings, [HumanMessage("hello")], kinds)
-    return chat_system_message(memories, settings, "", kinds).content
+    return chat_system_prompt(settings, kinds) + "\n\n" + chat_context(memories, settings, kinds).content
 
 
 def test_the_chat_prompt_names_the_memories_declared_and_tells_the_user_of_each_change():

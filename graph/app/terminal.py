@@ -21,7 +21,7 @@ from rich.text import Text
 
 from graph.app.session import ChatSession, Note, Notice, Progress, StoppedTurn, Token
 from graph.app.tables import memory_view
-from graph.backends.model import ModelUnavailableError
+from graph.backends.model import ContextWindowError, ModelUnavailableError
 from graph.memory.kinds import INSTRUCTIONS, PROFILE, TODO, UnknownKindError, kind_named
 
 COMMANDS = {
@@ -114,7 +114,10 @@ def endpoint_problem(error: openai.APIError) -> str:
 
 def model_problem(error: ModelUnavailableError | openai.APIError) -> str:
     """What the user reads when a turn failed at the model endpoint: the endpoint's error explained
-    (`endpoint_problem`), or the sentence of an answer that could not be used (not JSON, cut short)."""
+    (`endpoint_problem`), or the sentence of an answer that could not be used (not JSON, cut short) or of a context
+    window too small for any prompt."""
+    if isinstance(error, ContextWindowError):
+        return str(error)
     cause = error.__cause__ if isinstance(error, ModelUnavailableError) else error
     return endpoint_problem(cause) if isinstance(cause, openai.APIError) else str(error)
 
