@@ -9,7 +9,7 @@ from graph.backends.model import ModelCallLimitError
 from graph.configuration import AUTH_USER_KEY, Configuration
 from tests.support.helpers import config, todos
 
-GREEDY = {"model": "o1-pro", "role": "Leak.", "max_memory_rounds": 100, "todo_prompt_limit": 10**6, "timezone": "Asia/Tokyo"}
+GREEDY = {"model": "o1-pro", "role": "Leak.", "max_memory_rounds": 100, "collection_prompt_limit": 10**6, "timezone": "Asia/Tokyo"}
 
 
 def settings(**configurable) -> Configuration:
@@ -19,7 +19,7 @@ def settings(**configurable) -> Configuration:
 def test_with_auth_a_client_sets_only_the_time_zone(monkeypatch):
     monkeypatch.setenv("MAISTRO_MODEL", "operator-model")
     chosen = settings(**GREEDY, **{AUTH_USER_KEY: {"identity": "alice"}})
-    assert (chosen.model, chosen.role, chosen.max_memory_rounds, chosen.todo_prompt_limit) == (
+    assert (chosen.model, chosen.role, chosen.max_memory_rounds, chosen.collection_prompt_limit) == (
         "operator-model",
         Configuration().role,
         3,
@@ -30,9 +30,19 @@ def test_with_auth_a_client_sets_only_the_time_zone(monkeypatch):
 
 def test_numbers_are_clamped_for_every_client():
     chosen = settings(**GREEDY)
-    assert (chosen.model, chosen.max_memory_rounds, chosen.todo_prompt_limit) == ("o1-pro", 5, 100)
-    assert settings(max_memory_rounds=-3, todo_update_limit="many").max_memory_rounds == 0
-    assert settings(todo_update_limit="many").todo_update_limit == Configuration().todo_update_limit
+    assert (chosen.model, chosen.max_memory_rounds, chosen.collection_prompt_limit) == ("o1-pro", 5, 100)
+    assert settings(max_memory_rounds=-3, collection_update_limit="many").max_memory_rounds == 0
+    assert settings(collection_update_limit="many").collection_update_limit == Configuration().collection_update_limit
+
+
+def test_the_limits_former_names_still_set_them_and_the_current_names_win():
+    former = settings(todo_prompt_limit=7, todo_update_limit=10**6)
+    assert (former.collection_prompt_limit, former.collection_update_limit) == (7, 50)
+    both = Configuration.from_runnable_config(
+        {"configurable": {"todo_prompt_limit": 7, "collection_prompt_limit": 9}}, context={"todo_update_limit": 4}
+    )
+    assert (both.collection_prompt_limit, both.collection_update_limit) == (9, 4)
+    assert settings(todo_prompt_limit=7, **{AUTH_USER_KEY: {"identity": "alice"}}).collection_prompt_limit == 30
 
 
 def test_a_time_zone_that_does_not_exist_is_one_sentence():

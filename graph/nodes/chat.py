@@ -16,15 +16,12 @@ from graph.backends.json_calls import CallOption, OptionsTool
 from graph.backends.model import ChatModelFactory, model_errors
 from graph.configuration import Configuration, RunSettings
 from graph.memory.context import TurnMemories, start_turn, turn_memories
-from graph.memory.kinds import TODO, MemoryKind
+from graph.memory.kinds import MemoryKind
 from graph.memory.notes import change_notes
 from graph.memory.rendering import (
     eager_memories,
     kept_memories,
     memory_section,
-    render_collection,
-    render_documents,
-    render_todos,
     tell_user_rules,
 )
 from graph.nodes.update import must_tell_user, routed_here, send_outcome
@@ -74,17 +71,6 @@ def update_memory_tool(kinds: tuple[MemoryKind, ...]) -> OptionsTool:
     return OptionsTool(convert_to_openai_tool(schema), "update_type", options)
 
 
-def memory_content(kind: MemoryKind, memories: TurnMemories) -> str:
-    """One kind's memories as the chat prompt shows them: a collection's documents chosen for the turn (the ToDos
-    in their own lines), else the documents."""
-    if not kind.collection:
-        return render_documents(kind, memories.documents[kind.name])
-    shown = memories.prompt[kind.name]
-    if kind.name == TODO.name:
-        return render_todos(shown.items, shown.hidden_open, shown.hidden_closed)
-    return render_collection(kind, shown)
-
-
 def chat_system_message(
     memories: TurnMemories, settings: Configuration, summary: str, kinds: Sequence[MemoryKind]
 ) -> SystemMessage:
@@ -98,7 +84,7 @@ def chat_system_message(
             for number, kind in enumerate(kinds, 1)
         ),
         kept=kept_memories(kinds),
-        memory_sections="\n\n".join(memory_section(kind, memory_content(kind, memories)) for kind in kinds),
+        memory_sections="\n\n".join(memory_section(kind, memories.shown(kind)) for kind in kinds),
         routing_rules="\n".join(
             ROUTING_RULE.format(description=kind.description, memory=kind.title, update_type=kind.update_type)
             for kind in kinds
