@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import MISSING, Field, dataclass, field, fields
+from dataclasses import MISSING, Field, InitVar, dataclass, field, fields
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -96,6 +96,15 @@ class Configuration:
         default_factory=lambda: current_settings().default_user,
         metadata={"description": "User id used when a run names none (MAISTRO_DEFAULT_USER)."},
     )
+    # The limits' former names (`FORMER_NAMES`), taken when a run's context or a caller still uses them.
+    todo_prompt_limit: InitVar[int | None] = None
+    todo_update_limit: InitVar[int | None] = None
+
+    def __post_init__(self, todo_prompt_limit: int | None, todo_update_limit: int | None) -> None:
+        """Take a limit given by its former name, unless its current name is given too."""
+        for current, value in (("collection_prompt_limit", todo_prompt_limit), ("collection_update_limit", todo_update_limit)):
+            if value is not None and getattr(self, current) == _default(_FIELDS[current]):
+                setattr(self, current, value)
 
     @classmethod
     def from_runnable_config(cls, config: RunnableConfig | None = None, context: Any = None) -> Configuration:
@@ -132,6 +141,9 @@ class Configuration:
         """The current date and time for prompts, e.g. `2026-11-29T14:05+08:00 (Sunday, CST)`."""
         now = self.now()
         return f"{now.isoformat(timespec='minutes')} ({now:%A}, {now.tzname()})"
+
+
+_FIELDS = {setting.name: setting for setting in fields(Configuration)}
 
 
 def _identity(user: Any) -> str:

@@ -4,9 +4,12 @@ and no message ever costs more model calls than MAISTRO_MAX_MODEL_CALLS."""
 import pytest
 from langchain_core.messages import HumanMessage
 
+from graph import build_graph, close_graph
 from graph.app.scripted_model import calls, route, say, todo
 from graph.backends.model import ModelCallLimitError
 from graph.configuration import AUTH_USER_KEY, Configuration
+from graph.memory.kinds import TODO
+from graph.memory.store import namespace
 from tests.support.helpers import config, todos
 
 GREEDY = {"model": "o1-pro", "role": "Leak.", "max_memory_rounds": 100, "collection_prompt_limit": 10**6, "timezone": "Asia/Tokyo"}
@@ -43,6 +46,18 @@ def test_the_limits_former_names_still_set_them_and_the_current_names_win():
     )
     assert (both.collection_prompt_limit, both.collection_update_limit) == (9, 4)
     assert settings(todo_prompt_limit=7, **{AUTH_USER_KEY: {"identity": "alice"}}).collection_prompt_limit == 30
+    assert Configuration(todo_update_limit=4).collection_update_limit == 4
+
+
+def test_a_run_context_with_a_former_limit_name_bounds_the_prompt(model, tmp_path):
+    agent = build_graph(tmp_path / "data", chat_model=lambda _: model)
+    for n in range(3):
+        agent.store.put(namespace(TODO, "Lance"), f"t{n}", {"task": f"Task {n}", "solutions": ["x"], "status": "not started"}, index=False)
+    model.add("task_maistro", say("Hello."))
+    agent.invoke({"messages": [HumanMessage("Hello")]}, config(), context={"todo_prompt_limit": 1})
+    close_graph(agent)
+
+    assert "(Not shown: 2 more open and 0 done or archived items." in model.calls_in("task_maistro")[0].system
 
 
 def test_a_time_zone_that_does_not_exist_is_one_sentence():

@@ -116,9 +116,10 @@ class MemoryKind:
     (default COLLECTION_TOKENS; None: every one the selection chose, as the ToDos) and counts those it leaves
     out, closed ones as `closed_name` ("done or archived" for the ToDos; default "closed").
 
-    `context_kinds` names the kinds (free text or single documents) the kind's extraction reads besides the
-    conversation: each one's content, as the chat prompt shows it, fills the instruction's `{<name>}` (the
-    ToDos read the user's instructions as `{instructions}`); a kind the graph does not declare gives "".
+    `context_kinds` names the other kinds a trustcall kind's extraction reads besides the conversation: each
+    one's memories, as the chat prompt shows them, fill the instruction's `{<name>}` (the ToDos read the user's
+    instructions as `{instructions}`); a kind the graph does not declare gives "". An instruction naming
+    anything its update does not fill in is refused.
 
     `columns` are the columns of the table the CLI draws of a collection (`Column`; default: one per schema
     field, in order); `plural` names the documents together in sentences ("No ToDos yet"; default: the title).
