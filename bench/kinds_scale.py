@@ -1,6 +1,6 @@
 """Benchmark an added collection at scale: `python -m bench.kinds_scale [--postgres auto|URL|off] [--json FILE] [--turns N]`.
 
-A habits collection (`HABITS`, declared the way README "Add your own memory" shows) beside the tutorial's
+A habits collection (`HABITS`, declared the way docs/learning/memory-kinds.md shows) beside the tutorial's
 memories, played through the real graph, trustcall, the real stores (SQLite, and PostgreSQL unless told
 otherwise) and the real `ChatOpenAI` client against a zero-latency local endpoint (`HabitEndpoint`, the
 benchmark's chore endpoint taught habits), so the times are the agent's own cost per turn. Figures, for a user

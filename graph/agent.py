@@ -1,4 +1,4 @@
-"""The task_mAIstro graph, as drawn in DESIGN.md, and the composition root that gives it storage.
+"""The task_mAIstro graph, as drawn in docs/contributing/architecture.md, and the composition root that gives it storage.
 
     START → task_maistro ──(no tool call)──→ END
                 │ UpdateMemory(update_type=user|todo|instructions)

@@ -53,7 +53,7 @@ class Configuration:
         default=30,
         metadata={
             "description": "Most documents of each collection (the ToDos) a prompt carries; past it, the ones relevant "
-            "to the turn.",
+            "to the turn (its former name, todo_prompt_limit, still sets it).",
             "bounds": (1, 100),
         },
     )
@@ -61,7 +61,7 @@ class Configuration:
         default=12,
         metadata={
             "description": "Most documents of a collection (the ToDos) one update may patch or delete: the ones "
-            "relevant to the turn.",
+            "relevant to the turn (its former name, todo_update_limit, still sets it).",
             "bounds": (1, 50),
         },
     )

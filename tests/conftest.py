@@ -54,6 +54,8 @@ SLOW_TESTS = {
     "test_settings.py::test_the_cli_says_which_variable_is_wrong_without_a_traceback": "runs the CLI",
     "test_settings.py::test_a_negative_retry_count_is_refused": "runs the CLI",
     "test_terminal_processes.py": "runs the CLI, interrupts and kills it",
+    "test_docs.py::test_shell_blocks_run_as_written": "runs the documentation's commands",
+    "test_docs.py::test_python_blocks_run_in_order_as_one_session": "runs each page's Python in a fresh interpreter",
 }
 # Programs a library may run in any test: `platform.processor()` asks `uname -p` (the OpenAI client's headers).
 HARMLESS_PROGRAMS = {"uname"}

@@ -1,7 +1,7 @@
 """Forget means gone: `forget_user` and `maistro forget` leave no copy of a forgotten user's text in the database's raw
 files (SQLite: the file, its write-ahead log, its free pages; PostgreSQL: the data directory but for the write-ahead
 log, which the receipt names), with the semantic index on and off; every other delete takes the document's
-embedding and list-index row and overwrites what it freed, and keeps exactly what the README says it keeps."""
+embedding and list-index row and overwrites what it freed, and keeps exactly what docs/operating/trust.md says it keeps."""
 
 import os
 import sqlite3

@@ -28,9 +28,9 @@ def test_every_public_name_loads_from_the_module_type_checkers_read_it_from():
         assert getattr(graph, name) is getattr(importlib.import_module(module), name)
 
 
-def test_what_the_readme_imports_from_graph_is_public():
-    readme = (ROOT / "README.md").read_text()
-    shown = {name.strip() for line in re.findall(r"^from graph import (.+)$", readme, re.M) for name in line.split(",")}
+def test_what_the_docs_import_from_graph_is_public():
+    docs = "\n".join(page.read_text() for page in [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
+    shown = {name.strip() for line in re.findall(r"^from graph import (.+)$", docs, re.M) for name in line.split(",")}
     assert {"build_graph", "open_graph"} <= shown
     assert shown | {"close_graph", "open_store"} <= set(graph.__all__)
 

@@ -1,10 +1,11 @@
 """Rich tables of a user's memories for the terminal: a collection's documents in the columns its kind declares
 (`MemoryKind.columns`), a single document's fields, or a panel of a text."""
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from __future__ import annotations
 
-from langgraph.store.base import BaseStore, Item
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
 from rich.console import RenderableType
 from rich.panel import Panel
 from rich.table import Table
@@ -14,6 +15,9 @@ from graph.memory.formats import Column, date_time_text
 from graph.memory.kinds import MemoryKind, UnknownKindError, kind_named
 from graph.memory.rendering import capitalized
 from graph.memory.store import read_kind, read_text
+
+if TYPE_CHECKING:  # annotations only: `maistro todos` reads through whichever store it is given
+    from langgraph.store.base import BaseStore, Item
 
 # What an undo did to the document, by the action it recorded.
 UNDONE = {"created": "restored", "deleted": "removed", "updated": "changed back"}
@@ -98,6 +102,16 @@ def _kind_of(entry: Mapping[str, Any], kinds: Sequence[MemoryKind]) -> MemoryKin
         return kind_named(kinds, entry["kind"])
     except UnknownKindError:
         return None
+
+
+def change_summary(entry: Mapping[str, Any], kinds: Sequence[MemoryKind]) -> str:
+    """A change as `maistro undo` names it before reverting it: e.g. 'ToDo "Fix the Yale lock" created on
+    2026-05-01 10:00'."""
+    kind = _kind_of(entry, kinds)
+    name = kind.label if kind else entry["kind"]
+    what = _summary(entry["after"] or entry["before"], kind)
+    undo = " (an undo)" if entry.get("undoes") else ""
+    return f'{name} "{what}" {entry["action"]}{undo} on {date_time_text(entry["time"])}'
 
 
 def undo_summary(entry: Mapping[str, Any], kinds: Sequence[MemoryKind]) -> str:

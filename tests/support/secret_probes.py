@@ -1,6 +1,6 @@
 """Texts written to probe the secret filter after its rules were finished (two rounds; issue 31), then kept in
-the corpus. `KNOWN_MISSES` are secrets the rules still let through, each for a reason the README's "Trust"
-section names: a value with no phrase before it (a second password later in the sentence, a login written as
+the corpus. `KNOWN_MISSES` are secrets the rules still let through, each for a reason docs/operating/trust.md
+names: a value with no phrase before it (a second password later in the sentence, a login written as
 "user / password"), a phrase the rules do not know ("the code to the garage"), a bare 4-digit value after 密码
 (a year looks the same), a value that starts in Korean script. Three card numbers first written here failed the
 Luhn check (made up, so no card numbers) and were left out."""
