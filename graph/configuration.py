@@ -97,8 +97,12 @@ class Configuration:
         metadata={"description": "User id used when a run names none (MAISTRO_DEFAULT_USER)."},
     )
     # The limits' former names (`FORMER_NAMES`), taken when a run's context or a caller still uses them.
-    todo_prompt_limit: InitVar[int | None] = None
-    todo_update_limit: InitVar[int | None] = None
+    todo_prompt_limit: InitVar[int | None] = field(
+        default=None, metadata={"description": "The former name of collection_prompt_limit, still taken."}
+    )
+    todo_update_limit: InitVar[int | None] = field(
+        default=None, metadata={"description": "The former name of collection_update_limit, still taken."}
+    )
 
     def __post_init__(self, todo_prompt_limit: int | None, todo_update_limit: int | None) -> None:
         """Take a limit given by its former name, unless its current name is given too."""
