@@ -242,7 +242,7 @@ SAVED_REPLY_FALLBACK = "Done. {notes}."
 # The count under a collection's rows in the chat prompt when the turn shows only part of it (the ToDo list
 # keeps its own, graph/memory/rendering.py).
 NOT_SHOWN_OPEN_AND_CLOSED = (
-    "(Not shown: {open} more open and {closed} closed items. Items the user names are always shown.)"
+    "(Not shown: {open} more open and {closed} {closed_name} items. Items the user names are always shown.)"
 )
 
 NOT_SHOWN = "(Not shown: {count} more items. Items the user names are always shown.)"

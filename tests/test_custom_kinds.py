@@ -26,15 +26,15 @@ from graph.app.cli import app
 from graph.app.scripted_model import calls, document, documents_in_prompt, patch_where, replace, route, say
 from graph.app.session import ChatSession
 from graph.app.terminal import line_reader, run_chat
-from graph.backends import todo_changes
+from graph.backends import collection_changes
+from graph.backends.collection_changes import CollectionChangeLog
 from graph.backends.storage import open_store
-from graph.backends.todo_changes import TodoChangeLog
 from graph.memory import kinds as kinds_module
 from graph.memory.admin import export_memories, forget_user, import_memories
 from graph.memory.changes import list_history, undo_change
 from graph.memory.context import read_turn_memories
-from graph.memory.kinds import kind_named, load_memory_kinds
-from graph.memory.rendering import COLLECTION_TOKENS, render_collection
+from graph.memory.kinds import COLLECTION_TOKENS, kind_named, load_memory_kinds
+from graph.memory.rendering import render_collection
 from graph.memory.store import namespace, read_kind
 from graph.nodes.chat import chat_context, chat_system_prompt
 from graph.settings import Settings
@@ -400,7 +400,7 @@ def test_a_collection_with_a_status_field_counts_its_closed_documents_apart(tmp_
             PutOp(namespace(HABIT, "u"), f"h{n}", {"name": f"Habit {n}", "status": "dropped" if n % 2 else "active"})
             for n in range(100)
         ])
-        settings = Configuration(user_id="u", todo_prompt_limit=10, todo_update_limit=5)
+        settings = Configuration(user_id="u", collection_prompt_limit=10, collection_update_limit=5)
         memories = read_turn_memories(store, settings, [HumanMessage("hello")], (*DEFAULT_MEMORY_KINDS, HABIT))
 
     shown = memories.prompt["habit"]
@@ -413,14 +413,14 @@ def test_a_collection_with_a_status_field_counts_its_closed_documents_apart(tmp_
 
 def test_a_turn_reads_only_the_documents_of_an_added_collection_that_changed(database, monkeypatch):
     fetched: list[dict] = []
-    read = TodoChangeLog.read_memory_rows
+    read = CollectionChangeLog.read_memory_rows
 
     def counting(store, user_id, kinds, marks):
         rows = read(store, user_id, kinds, marks)
         fetched.append({name: len(changes) for name, changes in rows.changes.items()})
         return rows
 
-    monkeypatch.setattr(TodoChangeLog, "read_memory_rows", counting)
+    monkeypatch.setattr(CollectionChangeLog, "read_memory_rows", counting)
     settings = Configuration(user_id="u")
     with open_store(**database) as reader, open_store(**database) as writer:
         add_contacts(writer, "u", 200)
@@ -431,7 +431,7 @@ def test_a_turn_reads_only_the_documents_of_an_added_collection_that_changed(dat
         writer.delete(namespace(CONTACT, "u"), "contact-00007")
         memories = read_turn_memories(reader, settings, [HumanMessage("Call the Okapi Keeper")], KINDS)
         forget_user(writer, InMemorySaver(), "u")
-        logged = dict(query_rows(writer, database, f"SELECT prefix, count(*) FROM {todo_changes.TABLE} GROUP BY prefix"))
+        logged = dict(query_rows(writer, database, f"SELECT prefix, count(*) FROM {collection_changes.TABLE} GROUP BY prefix"))
         after_forget = read_turn_memories(reader, settings, [HumanMessage("hello")], KINDS)
 
     # After the forget, the read finds the count of forgotten users changed and reads every list again.

@@ -22,7 +22,7 @@ from rich.text import Text
 from graph.app.session import ChatSession, Note, Notice, Progress, StoppedTurn, Token
 from graph.app.tables import memory_view
 from graph.backends.model import ContextWindowError, ModelUnavailableError
-from graph.memory.kinds import INSTRUCTIONS, PROFILE, TODO, UnknownKindError, kind_named
+from graph.memory.kinds import UnknownKindError, kind_named
 
 COMMANDS = {
     "/todos": "show your ToDo list",
@@ -33,7 +33,8 @@ COMMANDS = {
     "/help": "show this list",
     "/quit": "leave (Ctrl-D and Ctrl-C leave too; the thread is saved)",
 }
-MEMORY_COMMANDS = {"/todos": TODO, "/profile": PROFILE, "/instructions": INSTRUCTIONS}
+# Commands that are `/show KIND` for the tutorial's kinds.
+MEMORY_COMMANDS = {"/todos": "todo", "/profile": "profile", "/instructions": "instructions"}
 RETRY_HINT = "Your message is saved in the thread: send it again to retry."
 # The marks before a memory note: a change saved, and an update that saved less than it was asked.
 NOTE_MARK = "✎"
@@ -220,8 +221,8 @@ def _run_command(line: str, session: ChatSession, console: Console) -> bool:
     if command == "/quit":
         return False
     if command in MEMORY_COMMANDS:
-        console.print(memory_view(session.graph.store, MEMORY_COMMANDS[command], session.user_id))
-    elif command == "/show":
+        command, argument = "/show", MEMORY_COMMANDS[command]
+    if command == "/show":
         wanted = argument.strip()
         try:
             kind = kind_named(session.kinds, wanted)

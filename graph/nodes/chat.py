@@ -17,15 +17,12 @@ from graph.backends.json_calls import CallOption, OptionsTool
 from graph.backends.model import ChatModelFactory
 from graph.configuration import Configuration, RunSettings
 from graph.memory.context import TurnMemories, start_turn, turn_memories
-from graph.memory.kinds import TODO, MemoryKind
+from graph.memory.kinds import MemoryKind
 from graph.memory.notes import change_notes
 from graph.memory.rendering import (
     eager_memories,
     kept_memories,
     memory_section,
-    render_collection,
-    render_documents,
-    render_todos,
     tell_user_rules,
 )
 from graph.nodes.summary import fold_into_summary, with_summary
@@ -79,17 +76,6 @@ def update_memory_tool(kinds: tuple[MemoryKind, ...]) -> OptionsTool:
     return OptionsTool(convert_to_openai_tool(schema), "update_type", options)
 
 
-def memory_content(kind: MemoryKind, memories: TurnMemories) -> str:
-    """One kind's memories as the chat prompt shows them: a collection's documents chosen for the turn (the ToDos
-    in their own lines), else the documents."""
-    if not kind.collection:
-        return render_documents(kind, memories.documents[kind.name])
-    shown = memories.prompt[kind.name]
-    if kind.name == TODO.name:
-        return render_todos(shown.items, shown.hidden_open, shown.hidden_closed)
-    return render_collection(kind, shown)
-
-
 def chat_system_prompt(settings: Configuration, kinds: Sequence[MemoryKind]) -> str:
     """The chat prompt's part that stays the same from turn to turn: the role, the memories kept, a routing rule for
     each kind and the rule for when to reply (`reply_timing`)."""
@@ -114,7 +100,7 @@ def chat_system_prompt(settings: Configuration, kinds: Sequence[MemoryKind]) -> 
 def chat_context(memories: TurnMemories, settings: Configuration, kinds: Sequence[MemoryKind]) -> SystemMessage:
     """The chat prompt's part that changes from turn to turn, placed right before the user's latest message: the
     current time and a section for each memory kind."""
-    sections = "\n\n".join(memory_section(kind, memory_content(kind, memories)) for kind in kinds)
+    sections = "\n\n".join(memory_section(kind, memories.shown(kind)) for kind in kinds)
     return SystemMessage(content=CHAT_CONTEXT.format(now=settings.now_text(), memory_sections=sections))
 
 
