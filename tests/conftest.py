@@ -17,10 +17,10 @@ import psycopg
 import pytest
 
 from graph import build_graph, close_graph
-from graph.app.scripted_model import ScriptedChatModel
-from tests.support import postgres_server
-from tests.support.openai_stub import OpenAIStub
-from tests.support.stub_script import Script
+from testing import postgres_server
+from testing.openai_stub import OpenAIStub
+from testing.scripted_model import ScriptedChatModel
+from testing.stub_script import Script
 
 pytest_plugins = ["pytester"]
 
@@ -32,7 +32,7 @@ SLOW_PARAMETER = "postgres"
 # Tests slow for a reason of their own, by directory, file, or test (without its parameters), relative to tests/.
 SLOW_TESTS = {
     "server/": "starts langgraph dev, and Chromium for the page",
-    "real_models/": "runs llama-server and a real model (tests/support/llama_server.py)",
+    "real_models/": "runs llama-server and a real model (testing/llama_server.py)",
     "langgraph_store/test_upstream_postgres_store.py": "PostgreSQL, through the suite's own fixtures",
     "test_aegra_venv.py": "runs stand-in interpreters",
     "test_cli.py::test_chat_process_saves_memory_and_the_next_run_continues_the_thread": "runs the CLI twice",
@@ -49,7 +49,7 @@ SLOW_TESTS = {
     "test_crash_safety.py": "kills worker processes at random points",
     "test_persistence.py::test_a_new_process_sees_memories_and_thread_history": "a second process",
     "test_persistence.py::test_two_processes_write_to_sqlite_at_once": "two processes",
-    "test_public_surface.py::test_the_wheel_ships_py_typed_the_memory_page_and_the_mit_license": "builds a wheel",
+    "test_public_surface.py::test_the_wheel_ships_py_typed_the_memory_page_the_demo_model_and_the_mit_license": "builds a wheel",
     "test_semantic_index.py::test_a_differently_worded_item_is_found_only_through_the_index": "embeds 100 items",
     "test_settings.py::test_the_cli_says_which_variable_is_wrong_without_a_traceback": "runs the CLI",
     "test_settings.py::test_a_negative_retry_count_is_refused": "runs the CLI",

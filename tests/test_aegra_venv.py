@@ -1,12 +1,12 @@
-"""Where the tests find a Python >= 3.12 for Aegra's virtualenv (tests/support/aegra_venv.py)."""
+"""Where the tests find a Python >= 3.12 for Aegra's virtualenv (testing/aegra_venv.py)."""
 
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support import aegra_venv
-from tests.support.aegra_venv import find_python
+from testing import aegra_venv
+from testing.aegra_venv import find_python
 
 
 def interpreter(path: Path, script: str) -> Path:

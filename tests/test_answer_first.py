@@ -5,13 +5,13 @@ tutorial's flow. Graph-level, with the scripted model."""
 import pytest
 from langchain_core.messages import AIMessage
 
-from graph.app.scripted_model import calls, document, patch, profile, replace, route, say, sequential_calls, todo
 from graph.memory.store import namespace
 from graph.nodes.update import MEMORY_UPDATE_EVENT
 from prompts import DROPPED_PATCH_PROBLEM, EXTRACTION_FAILED, REPLY_AFTER_UPDATES_RULE, REPLY_FIRST_RULE
-from tests.support.bookkeeping import assert_tool_calls_answered
-from tests.support.helpers import config, profile_of, todos, turn
-from tests.support.stored_names import TODO
+from testing.bookkeeping import assert_tool_calls_answered
+from testing.helpers import config, profile_of, todos, turn
+from testing.scripted_model import calls, document, patch, profile, replace, route, say, sequential_calls, todo
+from testing.stored_names import TODO
 
 DENTIST = "Book a dentist appointment"
 CARD = "4111 1111 1111 1111"

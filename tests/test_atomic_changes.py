@@ -11,13 +11,13 @@ import pytest
 from langgraph.store.postgres import PostgresStore
 from langgraph.store.sqlite import SqliteStore
 
-from graph.app.scripted_model import calls, patch_where, replace, route, say, todo
 from graph.memory import kinds
 from graph.memory.admin import EXPORT_FORMAT, import_memories, user_items
 from graph.memory.changes import ChangeContext, MemoryChange, list_history, record_changes, undo_change
 from graph.memory.store import HISTORY, namespace
-from tests.support.helpers import config, todos, turn
-from tests.support.stored_names import TODO
+from testing.helpers import config, todos, turn
+from testing.scripted_model import calls, patch_where, replace, route, say, todo
+from testing.stored_names import TODO
 
 RENT = {"task": "Pay rent", "solutions": ["Bank app"], "status": "not started"}
 CONTEXT = ChangeContext(thread_id="t", message="Remind me to pay rent.", seed="seed")

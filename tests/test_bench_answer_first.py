@@ -3,14 +3,14 @@
 import json
 
 from bench.answer_first import CHIT_CHAT, ONE_MEMORY, TWO_MEMORIES, targets
-from bench.chore_endpoint import (
+from prompts import REPLY_AFTER_UPDATES_RULE, REPLY_FIRST_RULE
+from testing.chore_endpoint import (
     ADD,
     CHIT_CHAT_REPLY,
     MOVED,
     REPLY_FIRST_CONFIRMATION,
     ChoreEndpoint,
 )
-from prompts import REPLY_AFTER_UPDATES_RULE, REPLY_FIRST_RULE
 
 UPDATE_MEMORY = {"type": "function", "function": {"name": "UpdateMemory", "parameters": {}}}
 

@@ -18,8 +18,8 @@ from graph.memory.changes import IrreversibleChangeError, undo_change
 from graph.memory.store import HISTORY, UNINDEXED, namespace, search_all, user_label
 from graph.server import auth as server_auth
 from graph.server.memory_page import PageError, undo
-from tests.support.helpers import LANCE_PROFILE, SWIM_ITEM
-from tests.support.stored_names import PROFILE, TODO
+from testing.helpers import LANCE_PROFILE, SWIM_ITEM
+from testing.stored_names import PROFILE, TODO
 
 # What an attacker files as a marker of their own: a pointer at bob's profile, with an index and a TTL of 6 ms.
 AT_BOBS_PROFILE = {"namespace": [PROFILE, "bob"], "key": "user_profile", "index": ["name"], "ttl": 0.0001}

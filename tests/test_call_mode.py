@@ -12,9 +12,9 @@ from graph.backends.json_calls import JsonCallModel
 from graph.backends.model import load_chat_model
 from graph.configuration import Configuration
 from graph.settings import SettingsError, current_settings
-from tests.support.helpers import profile_of, turn
-from tests.support.openai_stub import OpenAIStub, StubError, json_reply, text_reply, tool_calls_reply, tool_names
-from tests.support.stub_script import route, update
+from testing.helpers import profile_of, turn
+from testing.openai_stub import OpenAIStub, StubError, json_reply, text_reply, tool_calls_reply, tool_names
+from testing.stub_script import route, update
 
 PROFILE_NEWS = {"name": "Lance", "location": None, "job": None, "connections": [], "interests": []}
 

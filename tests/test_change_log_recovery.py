@@ -17,9 +17,9 @@ from graph.backends.storage import open_store
 from graph.memory import admin
 from graph.memory.context import select_todos
 from graph.memory.store import namespace
-from tests.support import postgres_server
-from tests.support.helpers import chore, fill
-from tests.support.stored_names import TODO
+from testing import postgres_server
+from testing.helpers import chore, fill
+from testing.stored_names import TODO
 
 NS = namespace(TODO, "u")
 

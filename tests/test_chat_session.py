@@ -4,14 +4,14 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from graph import build_graph
-from graph.app.scripted_model import calls, patch_where, profile, remove_where, replace, route, say, todo
 from graph.app.session import ChatSession, Note, Progress, StoppedTurn, ThreadOwnerError, Token
 from graph.backends.thread_locks import FileThreadLocks
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS
 from graph.memory.notes import change_notes
-from tests.support.helpers import todos
-from tests.support.openai_stub import OpenAIStub, text_reply, tool_calls_reply
-from tests.support.stub_script import Script, update
+from testing.helpers import todos
+from testing.openai_stub import OpenAIStub, text_reply, tool_calls_reply
+from testing.scripted_model import calls, patch_where, profile, remove_where, replace, route, say, todo
+from testing.stub_script import Script, update
 
 SWIM = {"task": "Book swim lessons", "status": "not started", "solutions": ["SF swim schools"]}
 

@@ -2,9 +2,9 @@
 
 import re
 
-from tests.support.langgraph_server import ROOT
-from tests.support.llama_server import PREPARE
-from tests.support.system_programs import INSTALL
+from testing.langgraph_server import ROOT
+from testing.llama_server import PREPARE
+from testing.system_programs import INSTALL
 
 
 def readme_test_commands() -> list[str]:

@@ -16,9 +16,9 @@ from graph import build_graph, open_store
 from graph.app.cli import app
 from graph.app.tutorial import LOCAL_VENDORS, LOCK, SWIM
 from graph.memory.admin import export_memories, last_thread, user_items
-from tests.support.helpers import LANCE_PROFILE, before_import, free_port, remember
-from tests.support.openai_stub import OpenAIStub, StubError, text_reply, tool_calls_reply
-from tests.support.stub_script import kind_of, update
+from testing.helpers import LANCE_PROFILE, before_import, free_port, remember
+from testing.openai_stub import OpenAIStub, StubError, text_reply, tool_calls_reply
+from testing.stub_script import kind_of, update
 
 ROOT = Path(__file__).resolve().parents[1]
 ANSI_ESCAPE = "\x1b["

@@ -4,10 +4,10 @@ and no message ever costs more model calls than MAISTRO_MAX_MODEL_CALLS."""
 import pytest
 from langchain_core.messages import HumanMessage
 
-from graph.app.scripted_model import calls, route, say, todo
 from graph.backends.model import ModelCallLimitError
 from graph.configuration import AUTH_USER_KEY, Configuration
-from tests.support.helpers import config, todos
+from testing.helpers import config, todos
+from testing.scripted_model import calls, route, say, todo
 
 GREEDY = {"model": "o1-pro", "role": "Leak.", "max_memory_rounds": 100, "todo_prompt_limit": 10**6, "timezone": "Asia/Tokyo"}
 

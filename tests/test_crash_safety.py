@@ -1,6 +1,6 @@
 """Crash safety: SIGKILL a chatting process at random points of its turns, restart it, and chat on.
 
-The worker (tests/support/crash_worker.py, which describes how a restarted life picks up the thread) plays
+The worker (testing/crash_worker.py, which describes how a restarted life picks up the thread) plays
 a plan of messages on one thread through the real graph, trustcall, the durable store and `ChatOpenAI`,
 against the strict OpenAI stub running here. Each life either resumes a turn cut short through
 `ChatSession` (the path of `maistro chat`) or, as a program calling `graph.stream` would, goes on with
@@ -43,16 +43,16 @@ from langchain_core.messages import HumanMessage
 from langgraph.graph.state import CompiledStateGraph
 
 from graph import build_graph, close_graph
-from graph.app.scripted_model import documents_in_prompt
 from graph.app.session import ChatSession
 from graph.memory.kinds import INSTRUCTIONS, PROFILE, TODO
 from graph.memory.store import read_kind, read_text
 from prompts import REPLY_FIRST_RULE
-from tests.support.bookkeeping import assert_tool_calls_answered
-from tests.support.crash_worker import BY_TEXT, PLAN, SLOW_DISK_TEXT, THREAD, USER, Message
-from tests.support.openai_stub import OpenAIStub, StubError, system_text, text_reply, tool_calls_reply, tool_names
-from tests.support.scripted_session import task_keeper
-from tests.support.stub_script import kind_of, update
+from testing.bookkeeping import assert_tool_calls_answered
+from testing.crash_worker import BY_TEXT, PLAN, SLOW_DISK_TEXT, THREAD, USER, Message
+from testing.openai_stub import OpenAIStub, StubError, system_text, text_reply, tool_calls_reply, tool_names
+from testing.scripted_model import documents_in_prompt
+from testing.scripted_session import task_keeper
+from testing.stub_script import kind_of, update
 
 ROOT = Path(__file__).resolve().parents[1]
 KILLS = 55
@@ -249,7 +249,7 @@ class Worker:
         self.log = log
         with log.open("w") as stderr:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "tests.support.crash_worker", "serve", target],
+                [sys.executable, "-m", "testing.crash_worker", "serve", target],
                 cwd=ROOT,
                 env=env,
                 stdin=subprocess.PIPE,
@@ -441,7 +441,7 @@ def test_a_turn_killed_right_after_its_todo_write_is_retried_without_a_second_to
     `checkpoint-and-writes`, its saved writes) were still being written; sending the same message again
     must finish that turn without inserting the ToDo again or keeping the message twice."""
     died = subprocess.run(
-        [sys.executable, "-m", "tests.support.crash_worker", "die-after-todo-write", str(tmp_path), slow],
+        [sys.executable, "-m", "testing.crash_worker", "die-after-todo-write", str(tmp_path), slow],
         cwd=ROOT,
         capture_output=True,
         text=True,

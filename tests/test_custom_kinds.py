@@ -23,7 +23,6 @@ from typer.testing import CliRunner
 from graph import DEFAULT_MEMORY_KINDS, Configuration, MemoryKind, SettingsError, build_graph, close_graph
 from graph.agent import compile_agent
 from graph.app.cli import app
-from graph.app.scripted_model import calls, document, documents_in_prompt, patch_where, replace, route, say
 from graph.app.session import ChatSession
 from graph.app.terminal import line_reader, run_chat
 from graph.backends import todo_changes
@@ -39,8 +38,9 @@ from graph.memory.store import namespace, read_kind
 from graph.nodes.chat import chat_system_message
 from graph.settings import Settings
 from graph.text_tokens import count_text_tokens
-from tests.support.custom_kinds import CONTACT, HEALTH, KINDS
-from tests.support.helpers import turn
+from testing.custom_kinds import CONTACT, HEALTH, KINDS
+from testing.helpers import turn
+from testing.scripted_model import calls, document, documents_in_prompt, patch_where, replace, route, say
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -142,7 +142,7 @@ def test_an_update_type_of_no_kind_is_answered_with_the_choices(kinds_agent, mod
 
 
 def test_the_setting_names_the_kinds_of_the_servers_graph(monkeypatch):
-    monkeypatch.setenv("MAISTRO_MEMORY_KINDS", "tests.support.custom_kinds:KINDS")
+    monkeypatch.setenv("MAISTRO_MEMORY_KINDS", "testing.custom_kinds:KINDS")
     assert "update_health" in compile_agent().get_graph().nodes
     assert load_memory_kinds(Settings.from_environ({}).memory_kinds_spec) == DEFAULT_MEMORY_KINDS
 
@@ -150,10 +150,10 @@ def test_the_setting_names_the_kinds_of_the_servers_graph(monkeypatch):
 @pytest.mark.parametrize(
     ("value", "reason"),
     [
-        ("tests.support.custom_kinds", "use package.module:NAME, naming a list of graph.MemoryKind"),
-        ("tests.support.no_such_module:KINDS", "the module tests.support.no_such_module cannot be imported"),
-        ("tests.support.custom_kinds:MISSING", "the module tests.support.custom_kinds has no MISSING"),
-        ("tests.support.custom_kinds:NOT_KINDS", "The memory kinds must be a non-empty list of graph.MemoryKind objects"),
+        ("testing.custom_kinds", "use package.module:NAME, naming a list of graph.MemoryKind"),
+        ("testing.no_such_module:KINDS", "the module testing.no_such_module cannot be imported"),
+        ("testing.custom_kinds:MISSING", "the module testing.custom_kinds has no MISSING"),
+        ("testing.custom_kinds:NOT_KINDS", "The memory kinds must be a non-empty list of graph.MemoryKind objects"),
     ],
 )
 def test_a_setting_that_names_no_list_of_kinds_is_refused_with_one_sentence(value, reason):
@@ -176,7 +176,7 @@ def test_the_cli_shows_history_undoes_exports_and_imports_the_kinds_the_setting_
     turn(agent, "My sister Ada's number is 555-0100. I'm allergic to peanuts.")
     close_graph(agent)
     monkeypatch.setenv("COLUMNS", "200")
-    monkeypatch.setenv("MAISTRO_MEMORY_KINDS", "tests.support.custom_kinds:KINDS")
+    monkeypatch.setenv("MAISTRO_MEMORY_KINDS", "testing.custom_kinds:KINDS")
     where = ["--user", "Lance", "--data-dir", str(data_dir)]
 
     shown = cli.invoke(app, ["show", "contact", *where])
@@ -252,13 +252,13 @@ def maistro_in(directory: Path, kinds: str, *args: str) -> subprocess.CompletedP
 
 def test_a_file_in_the_working_directory_shadows_neither_the_module_named_nor_what_it_imports(tmp_path):
     project = tmp_path / "project"
-    (project / "tests").mkdir(parents=True)
-    (project / "tests" / "__init__.py").write_text(SHADOW)
+    (project / "testing").mkdir(parents=True)
+    (project / "testing" / "__init__.py").write_text(SHADOW)
     (project / "colorsys.py").write_text(SHADOW)
     (project / "my_habit_kinds.py").write_text(HABITS_MODULE + "\nimport colorsys\n\nassert colorsys.rgb_to_hsv\n")
     where = ["--user", "Lance", "--data-dir", str(tmp_path / "data")]
 
-    from_the_path = maistro_in(project, "tests.support.custom_kinds:KINDS", "show", "health", *where)
+    from_the_path = maistro_in(project, "testing.custom_kinds:KINDS", "show", "health", *where)
     from_here = maistro_in(project, "my_habit_kinds:KINDS", "show", "habits", *where)
     nowhere = maistro_in(project, "nowhere_kinds:KINDS", "todos", *where)
 
@@ -280,7 +280,7 @@ def test_export_without_the_setting_keeps_the_undeclared_kinds_and_import_and_un
     close_graph(agent)
     where = ["--data-dir", str(data_dir)]
     with_setting, without_setting = tmp_path / "with.json", tmp_path / "without.json"
-    monkeypatch.setenv("MAISTRO_MEMORY_KINDS", "tests.support.custom_kinds:KINDS")
+    monkeypatch.setenv("MAISTRO_MEMORY_KINDS", "testing.custom_kinds:KINDS")
     cli.invoke(app, ["export", "--output", str(with_setting), "--user", "Lance", *where])
     monkeypatch.delenv("MAISTRO_MEMORY_KINDS")
 
@@ -327,7 +327,7 @@ def test_show_in_the_chat_takes_the_kind_named_after_it(model, tmp_path):
 
 
 def test_a_default_command_for_a_kind_not_declared_says_so(tmp_path, monkeypatch):
-    monkeypatch.setenv("MAISTRO_MEMORY_KINDS", "tests.support.custom_kinds:WITHOUT_INSTRUCTIONS")
+    monkeypatch.setenv("MAISTRO_MEMORY_KINDS", "testing.custom_kinds:WITHOUT_INSTRUCTIONS")
 
     shown = cli.invoke(app, ["instructions", "--data-dir", str(tmp_path / "data")])
 

@@ -16,7 +16,7 @@ import pytest
 from graph import settings_table
 from graph.configuration import Configuration
 from graph.settings import Settings
-from tests.support.openai_stub import OpenAIStub, text_reply
+from testing.openai_stub import OpenAIStub, text_reply
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]

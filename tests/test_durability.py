@@ -14,8 +14,8 @@ import graph.agent
 import graph.backends.model
 from graph import open_graph
 from graph.app.cli import app
-from graph.app.scripted_model import ScriptedChatModel, calls, route, say, todo
-from tests.support.helpers import remember, todos
+from testing.helpers import remember, todos
+from testing.scripted_model import ScriptedChatModel, calls, route, say, todo
 
 ROOT = Path(__file__).resolve().parents[1]
 SLOW_CHECKPOINT_SECONDS = 0.5

@@ -1,6 +1,6 @@
 """An embeddings provider that is down, answers errors or cannot load its tokenizer costs no memory (issue 22.7).
 
-The index is `MAISTRO_EMBEDDINGS=openai` against a local OpenAI-compatible endpoint (`tests.support.embedding_stub`,
+The index is `MAISTRO_EMBEDDINGS=openai` against a local OpenAI-compatible endpoint (`testing.embedding_stub`,
 real multilingual-e5 vectors), on SQLite and PostgreSQL, with the real LangChain OpenAI embeddings client.
 """
 
@@ -14,7 +14,6 @@ import tiktoken
 from langchain_openai import OpenAIEmbeddings
 
 from graph import build_graph, close_graph
-from graph.app.scripted_model import ScriptedChatModel, calls, profile, route, say, todo
 from graph.memory import index_outage
 from graph.memory.admin import user_items
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes
@@ -23,11 +22,12 @@ from graph.memory.kinds import DEFAULT_MEMORY_KINDS
 from graph.memory.kinds import TODO as TODO_KIND
 from graph.memory.store import HISTORY, namespace, search_all
 from graph.server.memory_page import search_memories
-from tests.support.embedding_stub import EmbeddingStub
-from tests.support.helpers import chore, profile_of, todos, turn
-from tests.support.openai_stub import text_reply, tool_calls_reply
-from tests.support.stored_names import INSTRUCTIONS, PROFILE, TODO
-from tests.support.stub_script import update
+from testing.embedding_stub import EmbeddingStub
+from testing.helpers import chore, profile_of, todos, turn
+from testing.openai_stub import text_reply, tool_calls_reply
+from testing.scripted_model import ScriptedChatModel, calls, profile, route, say, todo
+from testing.stored_names import INSTRUCTIONS, PROFILE, TODO
+from testing.stub_script import update
 
 SWIM = "Book swim lessons for my daughter"
 BILL = "Pay the electricity bill"

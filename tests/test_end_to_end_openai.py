@@ -5,9 +5,9 @@ from langchain_core.messages import AIMessageChunk, HumanMessage
 
 from graph import build_graph
 from graph.backends.model import ModelUnavailableError
-from tests.support.helpers import config, profile_of, todos
-from tests.support.openai_stub import StubError, text_reply, tool_calls_reply
-from tests.support.stub_script import kind_of, update
+from testing.helpers import config, profile_of, todos
+from testing.openai_stub import StubError, text_reply, tool_calls_reply
+from testing.stub_script import kind_of, update
 
 
 @pytest.fixture

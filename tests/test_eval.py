@@ -9,7 +9,7 @@ import pytest
 
 from graph.eval.cases import Case, load_cases
 from graph.eval.scoring import rates
-from tests.support.eval_runs import play, total
+from testing.eval_runs import play, total
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,10 @@ from typer.testing import CliRunner
 from graph.app.cli import app
 from graph.eval.cases import load_cases
 from graph.eval.player import respond_to_openai, suite_players
-from tests.support.eval_runs import TODAY
-from tests.support.helpers import free_port
-from tests.support.openai_stub import OpenAIStub, StubError, text_reply, tool_calls_reply, tool_names
-from tests.support.stub_script import route
+from testing.eval_runs import TODAY
+from testing.helpers import free_port
+from testing.openai_stub import OpenAIStub, StubError, text_reply, tool_calls_reply, tool_names
+from testing.stub_script import route
 
 runner = CliRunner()
 SUBSET = "single-name,multi-all-three,delete-called-dentist,chinese-recall,secret-wifi-password"

@@ -1,6 +1,6 @@
 """Exactly-once updates: an update replayed after its commit answers from what it committed, on both backends.
 
-A worker process (tests/support/replay_worker.py) dies right after an update committed three ToDo changes,
+A worker process (testing/replay_worker.py) dies right after an update committed three ToDo changes,
 before the checkpoint recorded the update's answer. Before the thread goes on, the user undoes one of those
 changes (the CLI's undo) and marks another task done on the memory page; then a program sends a different
 next message, so the graph first finishes the cut-short turn by replaying its update. A naive model would
@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import HumanMessage, ToolMessage
 
-from graph.app.scripted_model import calls, route, say, todo
 from graph.memory.changes import list_history, undo_change
 from graph.memory.kinds import TODO
 from graph.server.memory_page import edit_document
-from tests.support.bookkeeping import assert_tool_calls_answered
-from tests.support.helpers import todos
-from tests.support.replay_worker import BARREL, CONFIG, FERN, SOIL, USER, WATER, second_update
+from testing.bookkeeping import assert_tool_calls_answered
+from testing.helpers import todos
+from testing.replay_worker import BARREL, CONFIG, FERN, SOIL, USER, WATER, second_update
+from testing.scripted_model import calls, route, say, todo
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,7 +38,7 @@ def storage_target(request, tmp_path: Path) -> str:
 
 def test_an_update_replayed_after_its_commit_neither_asks_the_model_nor_writes_again(agent, model, request, tmp_path):
     died = subprocess.run(
-        [sys.executable, "-m", "tests.support.replay_worker", storage_target(request, tmp_path)],
+        [sys.executable, "-m", "testing.replay_worker", storage_target(request, tmp_path)],
         cwd=ROOT,
         capture_output=True,
         text=True,

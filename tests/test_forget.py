@@ -27,10 +27,10 @@ from graph.memory.admin import forget_user
 from graph.memory.changes import HISTORY, ChangeContext, MemoryChange, commit_changes, undo_change
 from graph.memory.kinds import TODO as TODO_KIND
 from graph.memory.store import UNINDEXED, namespace
-from tests.support.helpers import chore
-from tests.support.raw_files import freelist_pages, postgres_copies, sqlite_copies, sqlite_files
-from tests.support.scripted_session import REQUEST, task_keeper
-from tests.support.stored_names import TODO
+from testing.helpers import chore
+from testing.raw_files import freelist_pages, postgres_copies, sqlite_copies, sqlite_files
+from testing.scripted_session import REQUEST, task_keeper
+from testing.stored_names import TODO
 
 ROOT = Path(__file__).resolve().parents[1]
 USER_TABLES = (VECTORS, LIST_INDEX, "store", CHANGE_LOG)

@@ -4,7 +4,12 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.store.base import PutOp
 
-from graph.app.scripted_model import (
+from graph.memory.changes import HISTORY
+from graph.memory.store import namespace
+from graph.nodes.chat import MAX_RESUME_ATTEMPTS
+from testing.bookkeeping import assert_tool_calls_answered
+from testing.helpers import config, profile_of, todos, turn
+from testing.scripted_model import (
     calls,
     patch,
     patch_where,
@@ -15,12 +20,7 @@ from graph.app.scripted_model import (
     sequential_calls,
     todo,
 )
-from graph.memory.changes import HISTORY
-from graph.memory.store import namespace
-from graph.nodes.chat import MAX_RESUME_ATTEMPTS
-from tests.support.bookkeeping import assert_tool_calls_answered
-from tests.support.helpers import config, profile_of, todos, turn
-from tests.support.stored_names import TODO
+from testing.stored_names import TODO
 
 DENTIST = "Book a dentist appointment"
 

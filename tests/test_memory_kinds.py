@@ -15,7 +15,7 @@ from graph.memory.kinds import GRAPH_NAMES, RESERVED_NAMES, UnknownKindError, ki
 from graph.memory.store import HISTORY, INTERNAL_NAMESPACES, namespace, read_kind
 from graph.state import State
 from schemas import Instructions, Profile, ToDo
-from tests.support.stored_names import INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_KEY, TODO
+from testing.stored_names import INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_KEY, TODO
 
 
 class Contact(BaseModel):

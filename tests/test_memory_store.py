@@ -4,7 +4,7 @@ import pytest
 from langgraph.store.memory import InMemoryStore
 
 from graph.memory.store import namespace, search_all, user_from_label, user_label
-from tests.support.stored_names import TODO
+from testing.stored_names import TODO
 
 
 @pytest.mark.parametrize("user_id", ["lance.martin@example.com", "a%2Eb", "张伟", "🦊 fox", "..", "Lance", "*", "a*b"])
@@ -24,7 +24,7 @@ def test_no_user_id_reaches_another_users_namespaces(tmp_path, wildcard):
     """Every read, list and forget of a user whose id looks like a pattern stays inside that user's data."""
     from graph.backends.storage import open_store
     from graph.memory.admin import export_memories, forget_user, user_items
-    from tests.support.helpers import remember
+    from testing.helpers import remember
 
     with open_store(tmp_path) as store:
         remember(store, "alice")

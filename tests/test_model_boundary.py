@@ -35,9 +35,9 @@ from graph.thread.tool_calls import chat_history, repair_tool_answers
 from graph.thread.view import ThreadView
 from prompts import EMPTY_MESSAGE_REPLY, QUOTED_CALL_NOTE, REFUSED_MALFORMED_NOTE
 from schemas import Profile
-from tests.support.helpers import config, todos
-from tests.support.openai_stub import text_reply, tool_calls_reply
-from tests.support.stub_script import update
+from testing.helpers import config, todos
+from testing.openai_stub import text_reply, tool_calls_reply
+from testing.stub_script import update
 
 CALL = {"name": "UpdateMemory", "arguments": {"update_type": "todo"}}
 WRITTEN = json.dumps(CALL)

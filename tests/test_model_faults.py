@@ -1,4 +1,4 @@
-"""The model faults of tests/support/model_faults.py, one at a time, against the strict stub: through `graph.stream`
+"""The model faults of testing/model_faults.py, one at a time, against the strict stub: through `graph.stream`
 with the real ChatOpenAI (streamed and not), and through `maistro chat`.
 
 For each fault: no exception reaches the caller (an endpoint that fails ends the turn with the one-sentence model
@@ -22,8 +22,8 @@ from graph.app.cli import app
 from graph.backends.model import ModelUnavailableError
 from graph.thread.bounded_json import TOO_DEEP, TOO_LONG
 from prompts import QUOTED_CALL_NOTE, REFUSED_MALFORMED_NOTE
-from tests.support.helpers import config, todos
-from tests.support.model_faults import (
+from testing.helpers import config, todos
+from testing.model_faults import (
     ADDED_SWIM,
     FAULTS,
     GRANDMA,
@@ -34,7 +34,7 @@ from tests.support.model_faults import (
     SWIM_CALL,
     play_fault,
 )
-from tests.support.openai_stub import RawBody, calls_reply, raw_call, tool_calls_reply
+from testing.openai_stub import RawBody, calls_reply, raw_call, tool_calls_reply
 
 ROOT = Path(__file__).resolve().parents[1]
 QUOTED_LINE = f"✗ {QUOTED_CALL_NOTE.format(memory='ToDo list')}"

@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, Field
 
-from tests.support.openai_stub import (
+from testing.openai_stub import (
     CutStream,
     Delayed,
     OpenAIStub,

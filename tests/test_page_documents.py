@@ -19,7 +19,7 @@ from graph.server.memory_page import (
     search_memories,
     undo,
 )
-from tests.support.page_kinds import HABIT, KINDS, TONE
+from testing.page_kinds import HABIT, KINDS, TONE
 
 USER = "Lance"
 RUN = {

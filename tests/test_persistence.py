@@ -7,17 +7,17 @@ from pathlib import Path
 from langgraph.store.postgres import PostgresStore
 
 from graph import build_graph, close_graph
-from graph.app.scripted_model import ScriptedChatModel
 from graph.backends.sqlite import DATABASE_FILE
-from tests.support.helpers import todos
-from tests.support.scripted_session import run_users, task_keeper
+from testing.helpers import todos
+from testing.scripted_model import ScriptedChatModel
+from testing.scripted_session import run_users, task_keeper
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def session(target, count: int, *users: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.support.scripted_session", str(target), str(count), *users],
+        [sys.executable, "-m", "testing.scripted_session", str(target), str(count), *users],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

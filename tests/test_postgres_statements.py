@@ -3,9 +3,9 @@ and, as transactions, by the server's own statistics (pg_stat_database)."""
 
 from langchain_core.messages import HumanMessage
 
-from bench.postgres_counts import counting_statements, server_transactions
 from graph import build_graph, close_graph
-from tests.support.scripted_session import task_keeper
+from testing.postgres_counts import counting_statements, server_transactions
+from testing.scripted_session import task_keeper
 
 WARM_UP = 3
 MEASURED = 5

@@ -11,8 +11,8 @@ from graph.agent import create_builder
 from graph.backends.sqlite import DATABASE_FILE
 from graph.memory.admin import last_thread
 from graph.settings import SettingsError
-from tests.support.helpers import config, todos
-from tests.support.scripted_session import task_keeper
+from testing.helpers import config, todos
+from testing.scripted_session import task_keeper
 
 TURNS = 8
 KEPT_TURNS = 2

@@ -45,9 +45,9 @@ def test_each_subpackage_names_its_public_modules(name):
         assert inspect.ismodule(exported[public]) and f"`{public}`" in package.__doc__, (name, public)
 
 
-def test_the_wheel_ships_py_typed_the_memory_page_and_the_mit_license(tmp_path):
+def test_the_wheel_ships_py_typed_the_memory_page_the_demo_model_and_the_mit_license(tmp_path):
     source = tmp_path / "source"
-    for part in ("graph", "schemas", "prompts"):
+    for part in ("graph", "schemas", "prompts", "testing"):
         shutil.copytree(ROOT / part, source / part, ignore=shutil.ignore_patterns("__pycache__"))
     for part in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / part, source / part)
@@ -63,6 +63,7 @@ def test_the_wheel_ships_py_typed_the_memory_page_and_the_mit_license(tmp_path):
         fields = archive.read(metadata).decode().splitlines()
         license_text = archive.read(license_file).decode()
     assert "graph/py.typed" in names
+    assert "testing/scripted_model.py" in names, "`maistro demo` plays the tutorial with the scripted chat model"
     assert {f"graph/server/static/{page.name}" for page in (ROOT / "graph" / "server" / "static").iterdir()} <= names
     assert {f"graph/eval/cases/{case.name}" for case in (ROOT / "graph" / "eval" / "cases").glob("*.json")} <= names
     assert "License-Expression: MIT" in fields and license_text.startswith("MIT License\n")

@@ -3,15 +3,15 @@ import, secrets split across messages, and the bounded message a history entry k
 
 import json
 
-from graph.app.scripted_model import calls, route, say, todo
 from graph.memory.admin import export_memories, import_memories
 from graph.memory.changes import list_history
 from graph.memory.redaction import REDACTED, redact, redact_text
 from graph.text_tokens import count_text_tokens
 from graph.thread.tokens import MAX_MESSAGE_TOKENS
-from tests.support.helpers import before_import, todos, turn
-from tests.support.secret_corpus import HISTORY_IDS, ORDINARY_CASES, SECRET_CASES
-from tests.support.secret_probes import KNOWN_MISSES
+from testing.helpers import before_import, todos, turn
+from testing.scripted_model import calls, route, say, todo
+from testing.secret_corpus import HISTORY_IDS, ORDINARY_CASES, SECRET_CASES
+from testing.secret_probes import KNOWN_MISSES
 
 FORMATS = {"password/en", "password/zh", "pin", "stripe", "github", "aws", "jwt", "url", "slack", "openai", "key",
            "private key", "card/grouped", "card/context", "card/zh", "card/bare", "card/separators", "iban", "ssn",

@@ -9,14 +9,14 @@ import pytest
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 
 from graph import build_graph, close_graph
-from graph.app.scripted_model import calls, profile, route, say, todo
 from graph.memory.changes import committed_changes
 from graph.memory.kinds import TODO
 from graph.thread.reply_last import calls_message_id
-from tests.support.bookkeeping import assert_tool_calls_answered
-from tests.support.helpers import config, todos
-from tests.support.openai_stub import text_reply, tool_calls_reply
-from tests.support.stub_script import update
+from testing.bookkeeping import assert_tool_calls_answered
+from testing.helpers import config, todos
+from testing.openai_stub import text_reply, tool_calls_reply
+from testing.scripted_model import calls, profile, route, say, todo
+from testing.stub_script import update
 
 DENTIST = "Book a dentist appointment"
 REPLY = "I'll add the dentist to your list."

@@ -5,9 +5,9 @@ from langchain_core.messages import HumanMessage
 from langgraph.runtime import RunControl
 
 from graph import Configuration
-from graph.app.scripted_model import calls, profile, route, say, todo
 from graph.configuration import AUTH_USER_KEY
-from tests.support.helpers import todos, turn
+from testing.helpers import todos, turn
+from testing.scripted_model import calls, profile, route, say, todo
 
 DENTIST = "Book a dentist appointment"
 

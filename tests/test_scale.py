@@ -5,12 +5,12 @@ the next turns its changes."""
 from langgraph.store.base import PutOp
 
 from graph import build_graph, close_graph
-from graph.app.scripted_model import calls, existing_ids, patch, patch_where, remove_where, replace, route, say
 from graph.backends.list_index import INDEX as LIST_INDEX
 from graph.memory.list_reads import wait_for_whole_reads
 from graph.memory.store import namespace
-from tests.support.helpers import fill, todos, turn
-from tests.support.stored_names import TODO
+from testing.helpers import fill, todos, turn
+from testing.scripted_model import calls, existing_ids, patch, patch_where, remove_where, replace, route, say
+from testing.stored_names import TODO
 
 LARGE = 10_000
 DENTIST = ["Book the dentist", "Pay the dentist bill", "Find the dentist insurance form"]

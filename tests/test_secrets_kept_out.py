@@ -6,15 +6,15 @@ those languages) are stored as written on the same paths."""
 
 import json
 
-from graph.app.scripted_model import calls, route, say, todo
 from graph.memory.admin import EXPORT_FORMAT, export_memories, import_memories
 from graph.memory.changes import list_history
 from graph.memory.kinds import TODO
 from graph.server.memory_page import add_document
-from tests.support.helpers import todos, turn
-from tests.support.secret_corpus import ORDINARY_CASES, SECRET_CASES, Case
-from tests.support.secret_probes import PROBE_SECRETS
-from tests.support.secret_texts import WIDER_ORDINARY, WIDER_SECRETS
+from testing.helpers import todos, turn
+from testing.scripted_model import calls, route, say, todo
+from testing.secret_corpus import ORDINARY_CASES, SECRET_CASES, Case
+from testing.secret_probes import PROBE_SECRETS
+from testing.secret_texts import WIDER_ORDINARY, WIDER_SECRETS
 
 # The issue's examples and their kin, the generated bare card numbers, and the probes the filter catches.
 SECRETS = [

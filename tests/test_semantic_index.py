@@ -4,15 +4,15 @@ import psycopg
 import pytest
 
 from graph import build_graph, close_graph
-from graph.app.scripted_model import ScriptedChatModel
 from graph.backends.embeddings import index_config
 from graph.backends.postgres import VECTOR_INDEX
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes
 from graph.memory.context import select_todos
 from graph.memory.store import namespace
-from tests.support.custom_kinds import CONTACT, KINDS
-from tests.support.helpers import fill
-from tests.support.stored_names import TODO
+from testing.custom_kinds import CONTACT, KINDS
+from testing.helpers import fill
+from testing.scripted_model import ScriptedChatModel
+from testing.stored_names import TODO
 
 SWIM = {"task": "给女儿报名游泳课", "status": "not started", "solutions": ["社区游泳馆"], "deadline": None,
         "time_to_complete": 30}

@@ -17,9 +17,9 @@ from graph.memory.kinds import TODO
 from graph.memory.store import namespace
 from graph.nodes.extraction import EXTRACTION_STEP_LIMIT
 from prompts import EXTRACTION_FAILED, GAVE_UP_PROBLEM, REPLY_AFTER_UPDATES_RULE, REPLY_FIRST_RULE, SECRETS_NOT_SAVED
-from tests.support.helpers import SWIM_ITEM, profile_of, todos
-from tests.support.openai_stub import OpenAIStub, StubError, system_text, text_reply, tool_calls_reply
-from tests.support.stub_script import kind_of, update
+from testing.helpers import SWIM_ITEM, profile_of, todos
+from testing.openai_stub import OpenAIStub, StubError, system_text, text_reply, tool_calls_reply
+from testing.stub_script import kind_of, update
 
 DENTIST = "Book a dentist appointment"
 ADD_DENTIST = tool_calls_reply(("ToDo", {"task": DENTIST, "solutions": ["Call Oakland Dental"]}))

@@ -13,12 +13,12 @@ from typer.testing import CliRunner
 
 from graph import build_graph
 from graph.app.cli import app
-from graph.app.scripted_model import calls, route, say, todo
 from graph.app.session import ChatSession
 from graph.app.terminal import endpoint_problem, print_turn
 from graph.backends.thread_locks import FileThreadLocks, PostgresThreadLocks, open_thread_locks
-from tests.support.openai_stub import StubError, text_reply
-from tests.support.stub_script import kind_of
+from testing.openai_stub import StubError, text_reply
+from testing.scripted_model import calls, route, say, todo
+from testing.stub_script import kind_of
 
 runner = CliRunner()
 

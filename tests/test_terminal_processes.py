@@ -18,10 +18,10 @@ from graph import build_graph, close_storage, open_storage
 from graph.memory.admin import user_threads
 from graph.memory.kinds import TODO
 from graph.memory.store import read_kind
-from tests.support.helpers import fill, remember
-from tests.support.openai_stub import text_reply, tool_calls_reply
-from tests.support.stub_script import update
-from tests.support.terminal import Terminal
+from testing.helpers import fill, remember
+from testing.openai_stub import text_reply, tool_calls_reply
+from testing.stub_script import update
+from testing.terminal import Terminal
 
 ROOT = Path(__file__).resolve().parents[1]
 STOPPED_BEFORE_REPLY = "Not saved: the reply; send the message again to finish the turn."

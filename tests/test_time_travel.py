@@ -11,8 +11,8 @@ from langgraph.store.memory import InMemoryStore
 from graph import build_graph, close_graph
 from graph.agent import create_builder
 from graph.backends.checkpoints import CheckpointNotKept, PruningSqliteSaver
-from tests.support.helpers import config, todos
-from tests.support.scripted_session import task_keeper
+from testing.helpers import config, todos
+from testing.scripted_session import task_keeper
 
 TURNS = 4
 CHECKPOINTS_PER_TURN = 5

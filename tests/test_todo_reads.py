@@ -21,8 +21,8 @@ from graph.memory.admin import forget_user
 from graph.memory.context import select_todos
 from graph.memory.selection import LISTS
 from graph.memory.store import namespace
-from tests.support.helpers import chore, fill
-from tests.support.stored_names import TODO
+from testing.helpers import chore, fill
+from testing.stored_names import TODO
 
 NS = namespace(TODO, "u")
 

@@ -6,7 +6,6 @@ from datetime import datetime, timezone
 from langgraph.store.base import Item
 from langgraph.store.memory import InMemoryStore
 
-from graph.app.scripted_model import patch_where, replace, route, say
 from graph.backends.storage import open_store
 from graph.memory.context import select_todos
 from graph.memory.kinds import TODO as TODO_KIND
@@ -14,8 +13,9 @@ from graph.memory.selection import LISTS, PreparedList, deadline_of, entry, stor
 from graph.memory.store import namespace
 from graph.server.memory_page import open_first
 from graph.thread.tokens import count_tokens
-from tests.support.helpers import fill, todos, turn
-from tests.support.stored_names import TODO
+from testing.helpers import fill, todos, turn
+from testing.scripted_model import patch_where, replace, route, say
+from testing.stored_names import TODO
 
 
 def test_short_lists_are_shown_whole():

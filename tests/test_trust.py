@@ -8,14 +8,14 @@ from typer.testing import CliRunner
 
 from graph import open_store
 from graph.app.cli import app
-from graph.app.scripted_model import calls, patch_where, profile, remove_where, replace, route, say, todo
 from graph.memory.admin import export_memories, import_memories
 from graph.memory.changes import IrreversibleChangeError, UnknownChangeError, list_history, undo_change
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS
 from graph.memory.notes import change_notes
 from graph.memory.store import HISTORY, namespace
-from tests.support.helpers import SWIM_ITEM, before_import, instructions_of, profile_of, remember, todos, turn
-from tests.support.stored_names import TODO
+from testing.helpers import SWIM_ITEM, before_import, instructions_of, profile_of, remember, todos, turn
+from testing.scripted_model import calls, patch_where, profile, remove_where, replace, route, say, todo
+from testing.stored_names import TODO
 
 CARD = "4111 1111 1111 1111"
 

@@ -7,7 +7,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from graph.app.tutorial import LANCE, LOCAL_VENDORS, LOCK, SWIM, TOYOTA, end_of_november, tutorial_turns
 from graph.configuration import Configuration
-from tests.support.helpers import instructions_of, profile_of, todos, turn
+from testing.helpers import instructions_of, profile_of, todos, turn
 
 # What the update node answers the routing call with, by turn.
 TOOL_ANSWERS = {

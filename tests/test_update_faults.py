@@ -10,7 +10,6 @@ from typer.testing import CliRunner
 
 from graph import DEFAULT_MEMORY_KINDS, build_graph, close_graph
 from graph.app.cli import app
-from graph.app.scripted_model import calls, document, existing_ids, patch, route, say, todo
 from graph.app.session import ChatSession, Note
 from graph.memory.kinds import TODO as TODO_KIND
 from graph.memory.store import namespace, read_kind
@@ -22,12 +21,13 @@ from prompts import (
     MALFORMED_PROBLEM,
     TEXT_ANSWER_PROBLEM,
 )
-from tests.support.bookkeeping import assert_tool_calls_answered
-from tests.support.custom_kinds import CONTACT
-from tests.support.helpers import config, instructions_of, profile_of, todos, turn
-from tests.support.openai_stub import text_reply, tool_calls_reply
-from tests.support.stored_names import PROFILE, TODO
-from tests.support.stub_script import update
+from testing.bookkeeping import assert_tool_calls_answered
+from testing.custom_kinds import CONTACT
+from testing.helpers import config, instructions_of, profile_of, todos, turn
+from testing.openai_stub import text_reply, tool_calls_reply
+from testing.scripted_model import calls, document, existing_ids, patch, route, say, todo
+from testing.stored_names import PROFILE, TODO
+from testing.stub_script import update
 
 DENTIST = "Book a dentist appointment"
 MILK = {"task": "Buy milk", "time_to_complete": None, "deadline": None, "solutions": [], "status": "not started"}

@@ -6,10 +6,10 @@ import sys
 import pytest
 
 from graph.app.cli import main
-from graph.app.scripted_model import calls, route, say, todo
 from graph.memory.admin import export_memories, forget_user, import_memories, user_items
 from graph.memory.store import MAX_USER_ID_LENGTH, InvalidUserIdError, user_from_label, user_label
-from tests.support.helpers import config, remember, todos, turn
+from testing.helpers import config, remember, todos, turn
+from testing.scripted_model import calls, route, say, todo
 
 # The most characters, of the kinds that take the most bytes once stored: a 4-byte emoji, and '.', '*' and '%',
 # which the label percent-encodes ('*' and '%' also look like wildcards to the stores).

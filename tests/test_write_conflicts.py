@@ -14,7 +14,6 @@ import psycopg
 import pytest
 from langgraph.store.memory import InMemoryStore
 
-from graph.app.scripted_model import calls, doc_id_of, patch, replace, route, say, todo
 from graph.backends.sqlite import DATABASE_FILE
 from graph.backends.storage import open_store
 from graph.memory import kinds
@@ -30,8 +29,9 @@ from graph.memory.conditions import ConflictError
 from graph.memory.store import namespace
 from graph.server.memory_page import PageError, edit_document
 from prompts import UPDATE_CONFLICT
-from tests.support.helpers import todos, turn
-from tests.support.stored_names import TODO
+from testing.helpers import todos, turn
+from testing.scripted_model import calls, doc_id_of, patch, replace, route, say, todo
+from testing.stored_names import TODO
 
 WATER = "Water the plants"
 DEADLINE = "2026-12-04T17:00:00-08:00"

@@ -11,9 +11,9 @@ from zoneinfo import ZoneInfo
 
 from langchain_core.messages import BaseMessage
 
-from graph.app.scripted_model import Reply, add, calls, patch_where, profile, remove_where, replace, route, say, todo
 from graph.configuration import Configuration
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS, kind_for_update
+from testing.scripted_model import Reply, add, calls, patch_where, profile, remove_where, replace, route, say, todo
 
 USER = "Lance"
 SWIM = "Book swim lessons for 1-year-old daughter."

@@ -5,8 +5,8 @@ import pytest
 from graph.backends.storage import close_storage, open_storage
 from graph.backends.todo_changes import TABLE
 from graph.memory.store import namespace
+from testing.stored_names import TODO
 from tests.langgraph_store.project_stores import ProjectPostgresStore, ProjectSqliteStore
-from tests.support.stored_names import TODO
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])

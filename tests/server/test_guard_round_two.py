@@ -23,9 +23,9 @@ from graph.server import auth as server_auth
 from graph.server.guard import client_address
 from graph.server.limits import MAX_RUN_INPUT_BYTES, RequestRefused, check_body
 from graph.settings import Settings, SettingsError
-from tests.support.aegra_server import SERVER_KINDS, api_server
-from tests.support.langgraph_server import GRAPH_ID, token_environment
-from tests.support.openai_stub import OpenAIStub
+from testing.aegra_server import SERVER_KINDS, api_server
+from testing.langgraph_server import GRAPH_ID, token_environment
+from testing.openai_stub import OpenAIStub
 
 ALICE, BOB = "alice", "bob"
 TOKENS = {ALICE: "alice-round-two-7c1d9e", BOB: "bob-round-two-2f8a40"}

@@ -1,6 +1,6 @@
 """The processes the crash-safety test kills.
 
-`python -m tests.support.crash_worker serve TARGET` (TARGET is a data directory or a postgresql:// URL) imports
+`python -m testing.crash_worker serve TARGET` (TARGET is a data directory or a postgresql:// URL) imports
 the agent once, prints `ready` and serves commands read from stdin, one per line:
 
 - `spawn POLICY UNTIL` forks a child, a *life*, that opens the durable graph on TARGET and chats on one
@@ -33,7 +33,7 @@ parallel nodes tear or mix lines.
 The model client never retries (`max_retries=0`): any error answer from the model server ends the life
 with a traceback and exit code 1.
 
-`python -m tests.support.crash_worker die-after-todo-write DATA_DIR SLOW` plays one ToDo turn with a scripted
+`python -m testing.crash_worker die-after-todo-write DATA_DIR SLOW` plays one ToDo turn with a scripted
 model on a slow disk and SIGKILLs itself as soon as the ToDo is committed. The slow disk delays the
 checkpoint that holds the routing call (SLOW `checkpoint`), or that checkpoint and the routing step's
 saved writes too (SLOW `checkpoint-and-writes`); LangGraph's default "async" durability writes both in
@@ -54,8 +54,8 @@ from graph import build_graph
 from graph.app.session import ChatSession
 from graph.backends.model import load_chat_model
 from graph.thread.tool_calls import turn_answered
-from tests.support.scripted_session import task_keeper
-from tests.support.stored_names import TODO
+from testing.scripted_session import task_keeper
+from testing.stored_names import TODO
 
 USER = "crash-user"
 THREAD = "crash-thread"

@@ -1,5 +1,5 @@
 """Programs the tests need from the system rather than from PyPI: Chromium for the browser tests, Redis for Aegra,
-CMake and g++ for llama.cpp's server (tests/support/llama_server.py).
+CMake and g++ for llama.cpp's server (testing/llama_server.py).
 
 The README's "Tests" section installs them with one line, `INSTALL`; a test that needs one that is missing fails
 with that line (never skips).

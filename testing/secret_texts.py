@@ -1,4 +1,4 @@
-"""The written texts of the secret filter's labelled corpus (`tests/support/secret_corpus.py` adds generated keys,
+"""The written texts of the secret filter's labelled corpus (`testing/secret_corpus.py` adds generated keys,
 card numbers and ids, and explains the marks): a secret stands between « and »; a text without marks holds none."""
 
 PASSWORD_EN = [

@@ -24,10 +24,10 @@ import pytest
 from langgraph_sdk.client import SyncLangGraphClient
 from langgraph_sdk.schema import StreamPart
 
-from tests.support.helpers import free_port
-from tests.support.openai_stub import OpenAIStub
+from testing.helpers import free_port
+from testing.openai_stub import OpenAIStub
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 GRAPH_ID = "task_maistro"
 STARTUP_SECONDS = 90
 STOP_SECONDS = 15

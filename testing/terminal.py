@@ -12,7 +12,7 @@ import termios
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 # Escape sequences a terminal interprets (colours, cursor moves, modes), and the carriage returns of its line ends.
 _CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]|\r")
 # How a terminal sends a paste to a program that asked for bracketed paste (readline does).

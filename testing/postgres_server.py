@@ -1,7 +1,7 @@
 """A throwaway PostgreSQL server on 127.0.0.1 for tests, from the `pgserver` wheel's binaries (with pgvector).
 
-`python -m tests.support.postgres_server start DIR` prints a connection URL (CI exports it as
-MAISTRO_TEST_DATABASE_URL); `python -m tests.support.postgres_server stop DIR` stops it. Tests call `start`
+`python -m testing.postgres_server start DIR` prints a connection URL (CI exports it as
+MAISTRO_TEST_DATABASE_URL); `python -m testing.postgres_server stop DIR` stops it. Tests call `start`
 themselves when no URL is given. PostgreSQL refuses to run as root, so under root the server runs as the
 system user `pgserver`, created if missing.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psycopg
 
-from tests.support.helpers import free_port
+from testing.helpers import free_port
 
 # Located without importing pgserver, whose import warns about XDG_RUNTIME_DIR.
 BIN = Path(importlib.util.find_spec("pgserver").submodule_search_locations[0]) / "pginstall" / "bin"
@@ -43,7 +43,7 @@ def _binaries(directory: Path) -> Path:
     """
     if os.geteuid() != 0:
         return BIN
-    site, copy = BIN.parents[2], directory / "wheel"
+    site, copy = BIN.parents[1], directory / "wheel"
     if not copy.exists():
         # The programs find their libraries at $ORIGIN/../../../pgserver.libs: keep that layout.
         for part in ("pgserver/pginstall", "pgserver.libs"):

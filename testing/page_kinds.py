@@ -1,6 +1,6 @@
 """Memory kinds of every shape the memory page edits from a JSON schema, for its browser tests
 (MAISTRO_MEMORY_KINDS names `KINDS`): a habit list whose documents hold an enum, a date, numbers, a boolean, a list of
-choices, an optional nested record and a nested list of records, and a free-text tone, besides `tests.support.custom_kinds`' contacts and health notes."""
+choices, an optional nested record and a nested list of records, and a free-text tone, besides `testing.custom_kinds`' contacts and health notes."""
 
 from datetime import date
 from typing import Literal, Optional
@@ -8,7 +8,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, Field
 
 from graph import MemoryKind
-from tests.support.custom_kinds import KINDS as CUSTOM_KINDS
+from testing.custom_kinds import KINDS as CUSTOM_KINDS
 
 
 class Step(BaseModel):

@@ -1,4 +1,4 @@
-"""A process that dies right after an update commits: `python -m tests.support.replay_worker TARGET`.
+"""A process that dies right after an update commits: `python -m testing.replay_worker TARGET`.
 
 TARGET is a data directory or a postgresql:// URL. The worker plays two turns on THREAD for USER with a
 scripted model. The first adds WATER. The second (SECOND_MESSAGE) makes three changes in one update: it
@@ -14,8 +14,8 @@ from langchain_core.messages import HumanMessage
 from langgraph.store.base import PutOp
 
 from graph import build_graph
-from graph.app.scripted_model import ScriptedChatModel, add, calls, doc_id_of, patch, route, say, todo
-from tests.support.stored_names import TODO
+from testing.scripted_model import ScriptedChatModel, add, calls, doc_id_of, patch, route, say, todo
+from testing.stored_names import TODO
 
 USER = "replay-user"
 THREAD = "replay-thread"

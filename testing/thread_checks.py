@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
 from graph.memory.store import namespace, search_all
-from tests.support.stored_names import TODO
+from testing.stored_names import TODO
 
 
 def unanswered_calls(messages: Sequence[AnyMessage]) -> list[str]:

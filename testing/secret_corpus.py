@@ -17,8 +17,8 @@ import uuid
 from dataclasses import dataclass
 
 from graph.memory.redaction import REDACTED
-from tests.support.secret_probes import KNOWN_MISSES, PROBE_ORDINARY, PROBE_SECRETS
-from tests.support.secret_texts import (
+from testing.secret_probes import KNOWN_MISSES, PROBE_ORDINARY, PROBE_SECRETS
+from testing.secret_texts import (
     ORDINARY_TEXT,
     PASSWORD_EN,
     PASSWORD_ZH,

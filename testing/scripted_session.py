@@ -1,4 +1,4 @@
-"""Run scripted turns in a separate process: `python -m tests.support.scripted_session TARGET TURNS USER [USER ...]`.
+"""Run scripted turns in a separate process: `python -m testing.scripted_session TARGET TURNS USER [USER ...]`.
 
 TARGET is a data directory or a postgresql:// URL. Each user plays TURNS turns at the same time as the
 others (one thread per user, thread id "<USER>-thread"); turn i says "Remind me: <USER> task <i>" and the
@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from langchain_core.messages import HumanMessage
 
 from graph import build_graph
-from graph.app.scripted_model import ScriptedChatModel, calls, route, say, todo
+from testing.scripted_model import ScriptedChatModel, calls, route, say, todo
 
 REQUEST = "Remind me: "
 

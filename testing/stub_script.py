@@ -4,7 +4,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from graph.backends.call_mode import PRECHECK_PROMPT
-from tests.support.openai_stub import (
+from testing.openai_stub import (
     Outcome,
     StubError,
     json_reply,

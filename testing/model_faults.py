@@ -30,13 +30,12 @@ from pathlib import Path
 from langchain_core.messages import AIMessage, HumanMessage
 
 from graph.agent import build_graph, close_graph
-from graph.app.scripted_model import documents_in_prompt
 from graph.backends.model import ModelUnavailableError, load_chat_model
 from graph.memory.store import namespace, search_all
 from graph.nodes.update import MEMORY_UPDATE_EVENT
 from graph.thread.bounded_json import MAX_JSON_CHARS, MAX_JSON_DEPTH
-from tests.support.helpers import config, profile_of, todos
-from tests.support.openai_stub import (
+from testing.helpers import config, profile_of, todos
+from testing.openai_stub import (
     CutStream,
     Delayed,
     OpenAIStub,
@@ -47,8 +46,9 @@ from tests.support.openai_stub import (
     text_reply,
     tool_calls_reply,
 )
-from tests.support.stored_names import TODO
-from tests.support.stub_script import Reply, Script, update
+from testing.scripted_model import documents_in_prompt
+from testing.stored_names import TODO
+from testing.stub_script import Reply, Script, update
 
 SWIM = "Book swim lessons"
 MILK = "Buy milk"

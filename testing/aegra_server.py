@@ -1,8 +1,8 @@
 """Real Aegra servers for tests (`aegra serve`, from aegra.json), on a fresh PostgreSQL database, with a Redis.
 
-Aegra needs Python >= 3.12 and lives in its own virtualenv, which `tests.support.aegra_venv` finds or builds. The
+Aegra needs Python >= 3.12 and lives in its own virtualenv, which `testing.aegra_venv` finds or builds. The
 server loads this tree's code (PYTHONPATH) and runs from a scratch folder, as `langgraph dev` does in
-`tests.support.langgraph_server`, with the same offline environment. Several instances on one database
+`testing.langgraph_server`, with the same offline environment. Several instances on one database
 and one Redis (`redis_server`) are what a deployment behind a load balancer runs.
 """
 
@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.aegra_venv import aegra_venv
-from tests.support.helpers import free_port
-from tests.support.langgraph_server import ROOT, langgraph_dev, log_tail, scratch_config, stop, wait_until_ready
-from tests.support.postgres_server import create_database
-from tests.support.system_programs import system_program
+from testing.aegra_venv import aegra_venv
+from testing.helpers import free_port
+from testing.langgraph_server import ROOT, langgraph_dev, log_tail, scratch_config, stop, wait_until_ready
+from testing.postgres_server import create_database
+from testing.system_programs import system_program
 
 HEALTH = "/health"
 

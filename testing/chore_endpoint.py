@@ -1,6 +1,7 @@
-"""A zero-latency OpenAI-compatible endpoint for the benchmark: the test stub answering as a chore-keeping model.
+"""A zero-latency OpenAI-compatible endpoint for the benchmarks and the tests: the stub answering as a chore-keeping
+model.
 
-It runs `tests.support.openai_stub.OpenAIStub` (a real HTTP server on 127.0.0.1, strict about tool-call
+It runs `testing.openai_stub.OpenAIStub` (a real HTTP server on 127.0.0.1, strict about tool-call
 bookkeeping like OpenAI) with a responder that reads each request the way a model would: the chat call
 routes a message about a chore ("add chore: ...", "I finished chore (N)") to the ToDo update (and "I moved
 to X; ..." to the profile too) and then confirms, and answers anything else (chit-chat) without routing;
@@ -21,11 +22,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from graph.app.scripted_model import documents_in_prompt
 from graph.text_tokens import count_text_tokens
 from prompts import REPLY_FIRST_RULE
-from tests.support.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply, tool_names
-from tests.support.stub_script import kind_of, update
+from testing.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply, tool_names
+from testing.scripted_model import documents_in_prompt
+from testing.stub_script import kind_of, update
 
 ADD = "add chore: "
 MOVED = "I moved to "
