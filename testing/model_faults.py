@@ -6,7 +6,7 @@ asked more often than scripted, the chat model answers with the turn's last chat
 `play_fault` runs a fault through `graph.stream` with the real ChatOpenAI against the stub, then a well-behaved
 turn, and measures a `FaultOutcome`: did an exception reach the caller, is the thread wedged, was something lost
 without the user being told, was something doubled, how many model calls the turn made. The tests
-(tests/test_model_faults.py) and `python -m bench.model_faults` read the same catalogue; extraction-side faults
+(tests/models/test_model_faults.py) and `python -m bench.model_faults` read the same catalogue; extraction-side faults
 belong here too.
 
 Endpoint faults (HTTP 500, an invalid body, a cut stream, a slow answer) end the turn with the one-sentence
