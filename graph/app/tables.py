@@ -131,6 +131,16 @@ def _kind_of(entry: Mapping[str, Any], kinds: Sequence[MemoryKind]) -> MemoryKin
         return None
 
 
+def change_summary(entry: Mapping[str, Any], kinds: Sequence[MemoryKind]) -> str:
+    """A change as `maistro undo` names it before reverting it: e.g. 'ToDo "Fix the Yale lock" created on
+    2026-05-01 10:00'."""
+    kind = _kind_of(entry, kinds)
+    name = kind.label if kind else entry["kind"]
+    what = _summary(entry["after"] or entry["before"], kind)
+    undo = " (an undo)" if entry.get("undoes") else ""
+    return f'{name} "{what}" {entry["action"]}{undo} on {_deadline_text(entry["time"])}'
+
+
 def undo_summary(entry: Mapping[str, Any], kinds: Sequence[MemoryKind]) -> str:
     """What an undo did, naming a collection's document by its summary: e.g. 'ToDo "Fix the Yale lock" changed back'."""
     kind = _kind_of(entry, kinds)
