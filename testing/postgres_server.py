@@ -43,7 +43,7 @@ def _binaries(directory: Path) -> Path:
     """
     if os.geteuid() != 0:
         return BIN
-    site, copy = BIN.parents[1], directory / "wheel"
+    site, copy = BIN.parents[2], directory / "wheel"
     if not copy.exists():
         # The programs find their libraries at $ORIGIN/../../../pgserver.libs: keep that layout.
         for part in ("pgserver/pginstall", "pgserver.libs"):
