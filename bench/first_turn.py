@@ -3,7 +3,7 @@
 A user with 10,000 ToDos and an empty user are stored first (SQLite, and PostgreSQL unless told otherwise:
 `auto` starts a throwaway server). Then, REPEATS times for each, a fresh interpreter does what `maistro chat`
 does: `build_graph`, then two turns through the real graph, trustcall, store and `ChatOpenAI` against the
-zero-latency chore endpoint (`bench.chore_endpoint`), each turn adding a chore. It reports the wall and CPU
+zero-latency chore endpoint (`testing.chore_endpoint`), each turn adding a chore. It reports the wall and CPU
 milliseconds of each turn (median over the processes) and the ratio of the first to the second; the first
 turn pays for what a process does once (lazy imports, the HTTP connection, the first read of the lists). A
 long list's first turn reads its head and leaves the whole list to a background read after the run
@@ -22,9 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.chore_endpoint import ADD, ChoreEndpoint, model_environment
 from bench.run import create_database, database_url, postgres_admin, seed
 from graph import build_graph, close_graph
+from testing.chore_endpoint import ADD, ChoreEndpoint, model_environment
 
 LARGE_LIST = 10_000
 REPEATS = 5

@@ -3,7 +3,7 @@
 `__all__` is the public API. Its names are imported on first use (`_EXPORTS` says from where), so that
 `import graph.<package>` (the CLI, the server's auth) loads only what it needs; `from graph import build_graph`
 works as usual, and type checkers read the same names from the imports under `TYPE_CHECKING` (the package ships
-`py.typed`). tests/test_public_surface.py keeps the three in step.
+`py.typed`). tests/project/test_public_surface.py keeps the three in step.
 """
 
 import importlib

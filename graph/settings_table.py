@@ -1,7 +1,7 @@
 """The configuration tables of docs/operating/configuration.md, generated from `Settings` and `Configuration`.
 
 `python -m graph.settings_table` prints both tables; `python -m graph.settings_table --write FILE` puts them
-between the file's `<!-- settings table -->` and `<!-- end of settings table -->` lines. `tests/test_docs.py`
+between the file's `<!-- settings table -->` and `<!-- end of settings table -->` lines. `tests/project/test_docs.py`
 fails when the page holds anything else, so the table cannot drift from the code.
 """
 

@@ -8,7 +8,6 @@ from rich.panel import Panel
 from rich.text import Text
 
 from graph.agent import open_graph
-from graph.app.scripted_model import ScriptedChatModel
 from graph.app.session import ChatSession
 from graph.app.tables import memory_view
 from graph.app.terminal import print_turn
@@ -16,6 +15,7 @@ from graph.app.tutorial import USER, end_of_november, tutorial_turns
 from graph.configuration import Configuration
 from graph.memory.admin import user_items
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS
+from testing.scripted_model import ScriptedChatModel
 
 BANNER = (
     "Scripted demo: the assistant's words come from a script, not from an AI model. The LangGraph graph, "

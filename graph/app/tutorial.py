@@ -13,7 +13,9 @@ from zoneinfo import ZoneInfo
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from graph.app.scripted_model import (
+from graph.configuration import Configuration
+from graph.memory.kinds import DEFAULT_MEMORY_KINDS, kind_for_update
+from testing.scripted_model import (
     Reply,
     ScriptedChatModel,
     add,
@@ -26,8 +28,6 @@ from graph.app.scripted_model import (
     say,
     todo,
 )
-from graph.configuration import Configuration
-from graph.memory.kinds import DEFAULT_MEMORY_KINDS, kind_for_update
 
 USER = "Lance"
 SWIM = "Book swim lessons for 1-year-old daughter."

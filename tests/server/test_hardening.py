@@ -11,7 +11,7 @@ from langgraph_sdk.errors import APIStatusError
 
 from graph.memory.store import user_label
 from graph.server.limits import MAX_RUN_INPUT_BYTES, MAX_SEARCH_LIMIT, MAX_STORE_VALUE_BYTES
-from tests.support.langgraph_server import (
+from testing.langgraph_server import (
     GRAPH_ID,
     langgraph_dev,
     new_thread,
@@ -19,9 +19,9 @@ from tests.support.langgraph_server import (
     refused_start,
     token_server,
 )
-from tests.support.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply
-from tests.support.stored_names import TODO
-from tests.support.stub_script import Script, update
+from testing.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply
+from testing.stored_names import TODO
+from testing.stub_script import Script, update
 
 ALICE, BOB = "alice", "bob"
 TOKENS = {ALICE: "alice-9a1f-hardened-token", BOB: "bob-4c2e-hardened-token"}

@@ -19,7 +19,6 @@ from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
 from graph.agent import graph as server_graph
-from graph.app.scripted_model import doc_id_of
 from graph.app.tutorial import (
     LANCE,
     LOCAL_VENDORS,
@@ -34,7 +33,7 @@ from graph.app.tutorial import (
     todo_item,
 )
 from graph.configuration import Configuration
-from tests.support.langgraph_server import (
+from testing.langgraph_server import (
     GRAPH_ID,
     ROOT,
     Turn,
@@ -44,8 +43,9 @@ from tests.support.langgraph_server import (
     play,
     stream_run,
 )
-from tests.support.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply
-from tests.support.stub_script import Script, kind_of, update
+from testing.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply
+from testing.scripted_model import doc_id_of
+from testing.stub_script import Script, kind_of, update
 
 ENV_FILE_MODEL = "gpt-from-env-file"
 LANCE_RUN = {"configurable": {"user_id": "Lance"}}

@@ -24,11 +24,11 @@ from graph.memory.store import UNINDEXED, user_label
 from graph.server import auth as server_auth
 from graph.server.limits import MAX_STORE_VALUE_BYTES
 from graph.settings import Settings
-from tests.support.aegra_server import HEALTH, SERVER_KINDS, api_server
-from tests.support.langgraph_server import GRAPH_ID, new_thread, offline_environment, play
-from tests.support.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply
-from tests.support.stored_names import INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_KEY, TODO
-from tests.support.stub_script import Script, update
+from testing.aegra_server import HEALTH, SERVER_KINDS, api_server
+from testing.langgraph_server import GRAPH_ID, new_thread, offline_environment, play
+from testing.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply
+from testing.stored_names import INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_KEY, TODO
+from testing.stub_script import Script, update
 
 ALICE = "alice"
 BOB = "bob.smith@example.com"
