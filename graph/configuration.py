@@ -5,14 +5,13 @@
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import MISSING, Field, dataclass, field, fields
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from graph.recent import Recent
 from graph.settings import REPLY_TIMINGS, current_settings
 
 if TYPE_CHECKING:
@@ -154,10 +153,8 @@ def _sent_in_context(context: Any) -> dict[str, Any]:
 
 # The configurable keys a run's settings and ids are resolved from.
 RUN_KEYS = (*(setting.name for setting in fields(Configuration)), AUTH_USER_KEY, "thread_id")
-# How many runs' resolved settings are kept (a run normally finishes long before this many others start).
+# How many runs' resolved settings a graph keeps (a run normally finishes long before this many others start).
 RUNS_KEPT = 1024
-_resolved: OrderedDict[int, tuple[RunControl, tuple, RunSettings]] = OrderedDict()
-_resolved_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -173,8 +170,14 @@ class RunSettings:
         return self.settings.resolved_user_id
 
     @classmethod
-    def of(cls, config: RunnableConfig | None, runtime: Runtime | None = None) -> RunSettings:
-        """The settings of the run a node belongs to, parsed on the run's first call and then reused.
+    def of(
+        cls,
+        config: RunnableConfig | None,
+        runtime: Runtime | None = None,
+        kept: Recent[RunControl, tuple[tuple, RunSettings]] | None = None,
+    ) -> RunSettings:
+        """The settings of the run a node belongs to, parsed on the run's first call and then reused from `kept`
+        (the graph's record of its runs, `graph.runtime.GraphRuntime.runs`).
 
         They come from `runtime.context` (what a caller passed as `context=`) and `config["configurable"]`
         (the tutorial's way, and where an API server puts the authenticated user), by the rules of
@@ -186,17 +189,12 @@ class RunSettings:
         context = runtime.context if runtime is not None else None
         control = runtime.control if runtime is not None else None
         inputs = (context, tuple(configurable.get(key) for key in RUN_KEYS))
-        with _resolved_lock:
-            kept = _resolved.get(id(control)) if control is not None else None
-        if kept is not None and kept[0] is control and kept[1] == inputs:
-            return kept[2]
+        known = kept.get(control) if kept is not None and control is not None else None
+        if known is not None and known[0] == inputs:
+            return known[1]
         resolved = cls(Configuration.from_runnable_config(config, context), str(configurable.get("thread_id", "")))
-        if control is not None:
-            with _resolved_lock:
-                _resolved[id(control)] = (control, inputs, resolved)
-                _resolved.move_to_end(id(control))
-                while len(_resolved) > RUNS_KEPT:
-                    _resolved.popitem(last=False)
+        if kept is not None and control is not None:
+            kept.put(control, (inputs, resolved))
         return resolved
 
 

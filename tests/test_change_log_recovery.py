@@ -8,6 +8,7 @@ import threading
 from contextlib import ExitStack
 
 import psycopg
+import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.postgres import PostgresStore
 from langgraph.store.sqlite import SqliteStore
@@ -15,7 +16,7 @@ from langgraph.store.sqlite import SqliteStore
 from graph.backends.sqlite import DATABASE_FILE, connect
 from graph.backends.storage import open_store
 from graph.memory import admin
-from graph.memory.context import select_todos
+from graph.memory.context import MemoryReads, select_todos
 from graph.memory.store import namespace
 from tests.support import postgres_server
 from tests.support.helpers import chore, fill
@@ -24,9 +25,19 @@ from tests.support.stored_names import TODO
 NS = namespace(TODO, "u")
 
 
+# What a graph keeps of its reads, as one process reading the store again and again keeps it.
+READS = MemoryReads()
+
+
+@pytest.fixture(autouse=True)
+def fresh_reads():
+    """Each test starts as a fresh process."""
+    READS.clear()
+
+
 def agent_view(store) -> set[str]:
     """The tasks the agent's reader shows (through the change log), checked against what the store holds."""
-    shown = {item.value["task"] for item in select_todos(store, "u", "hello", limit=1000).items}
+    shown = {item.value["task"] for item in select_todos(store, "u", "hello", limit=1000, reads=READS).items}
     stored = {item.value["task"] for item in store.search(NS, limit=100_000)}
     assert shown == stored, f"the agent shows {sorted(shown ^ stored)} unlike the store"
     return shown
@@ -100,7 +111,7 @@ def test_forgets_while_another_process_keeps_writing_leave_the_log_whole(databas
         thread.start()
         started.wait()
         for _ in range(5):
-            select_todos(reader, "u", "hello", limit=1000)  # while writes go on, the store moves on after any read
+            select_todos(reader, "u", "hello", limit=1000, reads=READS)  # while writes go on, the store moves on after any read
             admin.forget_user(forgetter, InMemorySaver(), "u")
         thread.join()
         agent_view(reader)  # the agent shows exactly what the store holds

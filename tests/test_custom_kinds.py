@@ -32,7 +32,7 @@ from graph.backends.todo_changes import TodoChangeLog
 from graph.memory import kinds as kinds_module
 from graph.memory.admin import export_memories, forget_user, import_memories
 from graph.memory.changes import list_history, undo_change
-from graph.memory.context import read_turn_memories
+from graph.memory.context import MemoryReads, read_turn_memories
 from graph.memory.kinds import kind_named, load_memory_kinds
 from graph.memory.rendering import COLLECTION_TOKENS, render_collection
 from graph.memory.store import namespace, read_kind
@@ -425,14 +425,15 @@ def test_a_turn_reads_only_the_documents_of_an_added_collection_that_changed(dat
     with open_store(**database) as reader, open_store(**database) as writer:
         add_contacts(writer, "u", 200)
         writer.put(namespace(HEALTH, "u"), HEALTH.key, {"allergies": ["peanuts"], "conditions": []})
-        read_turn_memories(reader, settings, [HumanMessage("hello")], KINDS)
-        read_turn_memories(reader, settings, [HumanMessage("hello")], KINDS)
+        reads = MemoryReads()
+        read_turn_memories(reader, settings, [HumanMessage("hello")], KINDS, reads)
+        read_turn_memories(reader, settings, [HumanMessage("hello")], KINDS, reads)
         writer.put(namespace(CONTACT, "u"), "okapi", {"name": "Okapi Keeper", "phone": None, "relation": None})
         writer.delete(namespace(CONTACT, "u"), "contact-00007")
-        memories = read_turn_memories(reader, settings, [HumanMessage("Call the Okapi Keeper")], KINDS)
+        memories = read_turn_memories(reader, settings, [HumanMessage("Call the Okapi Keeper")], KINDS, reads)
         forget_user(writer, InMemorySaver(), "u")
         logged = dict(query_rows(writer, database, f"SELECT prefix, count(*) FROM {todo_changes.TABLE} GROUP BY prefix"))
-        after_forget = read_turn_memories(reader, settings, [HumanMessage("hello")], KINDS)
+        after_forget = read_turn_memories(reader, settings, [HumanMessage("hello")], KINDS, reads)
 
     # After the forget, the read finds the count of forgotten users changed and reads every list again.
     assert [counts["contact"] for counts in fetched] == [200, 0, 2, 0, 0]

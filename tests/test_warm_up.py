@@ -8,6 +8,7 @@ from graph.configuration import Configuration
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS
 from graph.nodes import extraction
 from graph.nodes.update import extraction_options
+from graph.runtime import runtime_of
 
 
 def test_build_graph_builds_each_kinds_extractor_for_the_default_model(stub, tmp_path, monkeypatch) -> None:
@@ -20,7 +21,7 @@ def test_build_graph_builds_each_kinds_extractor_for_the_default_model(stub, tmp
         monkeypatch.setattr(extraction, "create_extractor", built_in_a_turn)
         model = load_chat_model(Configuration())
         for kind in DEFAULT_MEMORY_KINDS:
-            assert extraction.cached_extractor(model, kind.schema, **extraction_options(kind)) is not None
+            assert extraction.cached_extractor(runtime_of(agent).extractors, model, kind.schema, **extraction_options(kind)) is not None
     finally:
         close_graph(agent)
 

@@ -28,6 +28,7 @@ from graph.memory.rendering import (
     tell_user_rules,
 )
 from graph.nodes.update import must_tell_user, routed_here, send_outcome
+from graph.runtime import GraphRuntime
 from graph.state import State
 from graph.thread.model_message import Refusal, normalise_reply
 from graph.thread.reply_last import reply_last
@@ -117,9 +118,9 @@ def task_maistro(
     runtime: Runtime[Configuration],
     *,
     chat_model: ChatModelFactory,
-    kinds: tuple[MemoryKind, ...],
+    graph_runtime: GraphRuntime,
 ) -> dict:
-    """Answer the user, and call UpdateMemory for the memory `kinds` the turn brings news for.
+    """Answer the user, and call UpdateMemory for the memory kinds of `graph_runtime` the turn brings news for.
 
     With `reply_timing="first"` (the default) the model replies in the same message as its UpdateMemory calls,
     so the reply streams while the update nodes run; when they are done this node makes no second model call
@@ -158,7 +159,8 @@ def task_maistro(
             return resume
     if view.idle:
         return {"messages": [AIMessage(content=EMPTY_MESSAGE_REPLY)]} if not original else {}
-    run = RunSettings.of(config, runtime)
+    kinds, reads = graph_runtime.kinds, graph_runtime.reads
+    run = RunSettings.of(config, runtime, graph_runtime.runs)
     settings = run.settings
     thread = repair_tool_answers(original) or list(original)
     summary = state.get("summary", "")
@@ -171,9 +173,9 @@ def task_maistro(
     model = chat_model(settings)
     if turn_starts:
         thread, summary = fold_into_summary(thread, summary, model, settings)
-        memories = start_turn(runtime.store, settings, thread, run.thread_id, kinds)
+        memories = start_turn(runtime.store, settings, thread, run.thread_id, kinds, reads)
     else:
-        memories = turn_memories(runtime.store, settings, thread, run.thread_id, kinds)
+        memories = turn_memories(runtime.store, settings, thread, run.thread_id, kinds, reads)
     view = ThreadView.of(thread)
     system = chat_system_message(memories, settings, summary, kinds)
     visible_thread = bound_messages(chat_history(thread))
@@ -189,7 +191,7 @@ def task_maistro(
         if not may_route:
             new_messages.append(without_tool_calls(normalised.message))
             break
-        routed_here(normalised.message)
+        routed_here(graph_runtime.routed, normalised.message)
         new_messages += [normalised.message, *(refusal.answer for refusal in normalised.refusals)]
         tell_refusals(normalised.refusals)
         refused = {refusal.answer.tool_call_id for refusal in normalised.refusals}

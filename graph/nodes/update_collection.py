@@ -16,7 +16,14 @@ def propose_collection(request: UpdateRequest) -> list[MemoryChange]:
     """
     kind = request.kind
     _, existing = documents_to_update(
-        request.store, request.settings, request.messages, request.run.thread_id, request.kinds, kind, fresh=request.fresh
+        request.store,
+        request.settings,
+        request.messages,
+        request.run.thread_id,
+        request.kinds,
+        kind,
+        request.graph_runtime.reads,
+        fresh=request.fresh,
     )
     instruction = kind.instruction.format(language_rule=LANGUAGE_RULE, now=request.settings.now_text())
     return request.extract(instruction, existing, request.new_key)

@@ -17,7 +17,14 @@ def propose_todos(request: UpdateRequest) -> list[MemoryChange]:
     """
     settings = request.settings
     memories, existing = documents_to_update(
-        request.store, settings, request.messages, request.run.thread_id, request.kinds, request.kind, fresh=request.fresh
+        request.store,
+        settings,
+        request.messages,
+        request.run.thread_id,
+        request.kinds,
+        request.kind,
+        request.graph_runtime.reads,
+        fresh=request.fresh,
     )
     instruction = request.kind.instruction.format(
         instructions=memories.text(INSTRUCTIONS),

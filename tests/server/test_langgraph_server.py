@@ -18,7 +18,7 @@ from langchain_core.messages import HumanMessage
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from graph.agent import graph as server_graph
+from graph.agent import server_graph
 from graph.app.scripted_model import doc_id_of
 from graph.app.tutorial import (
     LANCE,
@@ -135,11 +135,12 @@ def tutorial(client: SyncLangGraphClient, script: Script) -> Tutorial:
 def test_langgraph_json_serves_the_graph_without_its_own_persistence():
     spec = json.loads((ROOT / "langgraph.json").read_text())
     path, variable = spec["graphs"][GRAPH_ID]["path"].split(":")
-    assert spec["dependencies"] == ["."] and (ROOT / path).is_file() and variable == "graph"
+    assert spec["dependencies"] == ["."] and (ROOT / path).is_file() and variable == "server_graph"
     requires_python = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
     assert spec["env"] == ".env" and requires_python == f">={spec['python_version']}"
-    assert server_graph.checkpointer is None and server_graph.store is None
-    assert server_graph.context_schema is Configuration
+    served = server_graph()
+    assert served.checkpointer is None and served.store is None
+    assert served.context_schema is Configuration
 
 
 def test_server_starts_without_key_or_env_file_and_a_run_says_what_to_set(tmp_path):
