@@ -274,6 +274,7 @@ async def own_memories(ctx: Auth.types.AuthContext, value: dict) -> dict | None:
     is the caller's `user_label` (prefixes are narrowed to them); memory writes checked and recorded
     (`graph.memory.api_writes`)."""
     from graph.memory.api_writes import check_api_write
+    from graph.server.platform import served_kinds
 
     bound_store_request(ctx.action, value)
     namespace = store_request_namespace(ctx.action, value)
@@ -282,7 +283,7 @@ async def own_memories(ctx: Auth.types.AuthContext, value: dict) -> dict | None:
         namespace = scoped_namespace(ctx.action, namespace, user_label(ctx.user.identity))
     elif not namespace:
         return None
-    await check_api_write(ctx.action, value, namespace, server_store)
+    await check_api_write(ctx.action, value, namespace, server_store, served_kinds())
     return store_rule_result(ctx.action, value, namespace)
 
 
