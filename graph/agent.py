@@ -36,13 +36,13 @@ from langgraph.graph.state import CompiledStateGraph
 from graph.backends.list_index import ListIndexed
 from graph.backends.model import ChatModelFactory, ModelCallBudget, load_chat_model
 from graph.backends.storage import close_storage, open_storage
-from graph.configuration import Configuration
 from graph.durability import durability_config
 from graph.memory.kinds import MemoryKind, resolve_kinds
 from graph.nodes.chat import task_maistro
 from graph.nodes.extraction import cached_extractor
 from graph.nodes.update import extraction_options
 from graph.nodes.update_kinds import update_node
+from graph.run_context import RunContext
 from graph.runtime import GraphRuntime, runtime_of
 from graph.settings import current_settings
 from graph.state import InputState, State
@@ -71,8 +71,8 @@ def create_builder(
     """The uncompiled graph; `chat_model` turns a run's settings into the chat model every node uses, and
     `memory_kinds` (default MAISTRO_MEMORY_KINDS, else `DEFAULT_MEMORY_KINDS`) are the memories it keeps.
 
-    `Configuration` is the run context's schema (a run's `context=`, shown in Studio); each node gets the run's
-    settings from `RunSettings.of`, which also reads the tutorial's `configurable`.
+    `RunContext` is the run context's schema (a run's `context=`, shown in Studio); each node gets the run's
+    settings from `ResolvedRun.of`, which also reads the tutorial's `configurable`.
     """
     return graph_builder(chat_model, GraphRuntime(resolve_kinds(memory_kinds)))
 
@@ -80,7 +80,7 @@ def create_builder(
 def graph_builder(chat_model: ChatModelFactory, graph_runtime: GraphRuntime) -> StateGraph:
     """The uncompiled graph of `graph_runtime`'s kinds, whose nodes keep what they keep in `graph_runtime`."""
     kinds = graph_runtime.kinds
-    builder = StateGraph(State, input_schema=InputState, context_schema=Configuration)
+    builder = StateGraph(State, input_schema=InputState, context_schema=RunContext)
     builder.add_node("task_maistro", partial(task_maistro, chat_model=chat_model, graph_runtime=graph_runtime))
     for kind in kinds:
         builder.add_node(kind.node, update_node(kind, graph_runtime, chat_model))
@@ -154,7 +154,7 @@ def warm_up(chat_model: ChatModelFactory, graph_runtime: GraphRuntime) -> None:
     about 50 ms for the default kinds), kept in `graph_runtime`, and freeze what the process holds by then
     (`freeze_startup_objects`)."""
     if getattr(chat_model, "func", chat_model) is load_chat_model and current_settings().model_configured():
-        model = chat_model(Configuration())
+        model = chat_model(RunContext())
         for kind in graph_runtime.kinds:
             cached_extractor(graph_runtime.extractors, model, kind.schema, **extraction_options(kind))
     freeze_startup_objects()

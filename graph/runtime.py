@@ -12,11 +12,11 @@ from typing import Any
 from langchain_core.callbacks import BaseCallbackHandler
 from langgraph.pregel import Pregel
 
-from graph.configuration import RUNS_KEPT
 from graph.memory.context import MemoryReads
 from graph.memory.kinds import MemoryKind, check_kinds
 from graph.nodes.extraction import Extractors
 from graph.recent import Recent
+from graph.run_context import RUNS_KEPT
 
 # How many trustcall extractors a graph keeps (one per model, schema and options in use).
 EXTRACTORS_KEPT = 32

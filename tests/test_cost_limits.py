@@ -6,14 +6,14 @@ from langchain_core.messages import HumanMessage
 
 from graph.app.scripted_model import calls, route, say, todo
 from graph.backends.model import ModelCallLimitError
-from graph.configuration import AUTH_USER_KEY, Configuration
+from graph.run_context import AUTH_USER_KEY, RunContext
 from tests.support.helpers import config, todos
 
 GREEDY = {"model": "o1-pro", "role": "Leak.", "max_memory_rounds": 100, "todo_prompt_limit": 10**6, "timezone": "Asia/Tokyo"}
 
 
-def settings(**configurable) -> Configuration:
-    return Configuration.from_runnable_config({"configurable": configurable})
+def settings(**configurable) -> RunContext:
+    return RunContext.from_runnable_config({"configurable": configurable})
 
 
 def test_with_auth_a_client_sets_only_the_time_zone(monkeypatch):
@@ -21,7 +21,7 @@ def test_with_auth_a_client_sets_only_the_time_zone(monkeypatch):
     chosen = settings(**GREEDY, **{AUTH_USER_KEY: {"identity": "alice"}})
     assert (chosen.model, chosen.role, chosen.max_memory_rounds, chosen.todo_prompt_limit) == (
         "operator-model",
-        Configuration().role,
+        RunContext().role,
         3,
         30,
     )
@@ -32,7 +32,7 @@ def test_numbers_are_clamped_for_every_client():
     chosen = settings(**GREEDY)
     assert (chosen.model, chosen.max_memory_rounds, chosen.todo_prompt_limit) == ("o1-pro", 5, 100)
     assert settings(max_memory_rounds=-3, todo_update_limit="many").max_memory_rounds == 0
-    assert settings(todo_update_limit="many").todo_update_limit == Configuration().todo_update_limit
+    assert settings(todo_update_limit="many").todo_update_limit == RunContext().todo_update_limit
 
 
 def test_a_time_zone_that_does_not_exist_is_one_sentence():

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from rich.console import Console
 from typer.testing import CliRunner
 
-from graph import DEFAULT_MEMORY_KINDS, Configuration, MemoryKind, SettingsError, build_graph, close_graph
+from graph import DEFAULT_MEMORY_KINDS, MemoryKind, RunContext, SettingsError, build_graph, close_graph
 from graph.agent import compile_agent
 from graph.app.cli import app
 from graph.app.scripted_model import calls, document, documents_in_prompt, patch_where, replace, route, say
@@ -400,7 +400,7 @@ def test_a_collection_with_a_status_field_counts_its_closed_documents_apart(tmp_
             PutOp(namespace(HABIT, "u"), f"h{n}", {"name": f"Habit {n}", "status": "dropped" if n % 2 else "active"})
             for n in range(100)
         ])
-        settings = Configuration(user_id="u", todo_prompt_limit=10, todo_update_limit=5)
+        settings = RunContext(user_id="u", todo_prompt_limit=10, todo_update_limit=5)
         memories = read_turn_memories(store, settings, [HumanMessage("hello")], (*DEFAULT_MEMORY_KINDS, HABIT))
 
     shown = memories.prompt["habit"]
@@ -421,7 +421,7 @@ def test_a_turn_reads_only_the_documents_of_an_added_collection_that_changed(dat
         return rows
 
     monkeypatch.setattr(TodoChangeLog, "read_memory_rows", counting)
-    settings = Configuration(user_id="u")
+    settings = RunContext(user_id="u")
     with open_store(**database) as reader, open_store(**database) as writer:
         add_contacts(writer, "u", 200)
         writer.put(namespace(HEALTH, "u"), HEALTH.key, {"allergies": ["peanuts"], "conditions": []})
@@ -467,7 +467,7 @@ TONE = MemoryKind(name="tone", schema=Tone, collection=False, description="how t
 def system_prompt(kinds, user_id: str = "Lance", store=None) -> str:
     """The chat prompt of a turn that says hello, for `kinds`."""
     store = store or InMemoryStore()
-    settings = Configuration(user_id=user_id)
+    settings = RunContext(user_id=user_id)
     memories = read_turn_memories(store, settings, [HumanMessage("hello")], kinds)
     return chat_system_message(memories, settings, "", kinds).content
 
@@ -514,7 +514,7 @@ def test_a_collection_of_large_documents_shows_the_most_relevant_that_fit_and_co
             for n in range(20)
         ])
         store.put(namespace(CONTACT, "u"), "zed", {"name": "Zed Okafor", "phone": None, "relation": long_note})
-        memories = read_turn_memories(store, Configuration(user_id="u"), [HumanMessage("Call Zed Okafor")], KINDS)
+        memories = read_turn_memories(store, RunContext(user_id="u"), [HumanMessage("Call Zed Okafor")], KINDS)
 
     section = render_collection(CONTACT, memories.prompt["contact"])
 

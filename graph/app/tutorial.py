@@ -12,8 +12,8 @@ from zoneinfo import ZoneInfo
 from langchain_core.messages import BaseMessage
 
 from graph.app.scripted_model import Reply, add, calls, patch_where, profile, remove_where, replace, route, say, todo
-from graph.configuration import Configuration
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS, kind_for_update
+from graph.run_context import RunContext
 
 USER = "Lance"
 SWIM = "Book swim lessons for 1-year-old daughter."
@@ -67,7 +67,7 @@ class TutorialTurn:
         return MESSAGES[self.key]
 
 
-def end_of_november(settings: Configuration) -> str:
+def end_of_november(settings: RunContext) -> str:
     """The next end of November (30 Nov 23:59) in the configured time zone, as ISO 8601 with the offset."""
     now = settings.now()
 

@@ -19,7 +19,6 @@ from typing import Any
 from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
 from langgraph.store.base import BaseStore
 
-from graph.configuration import Configuration
 from graph.memory.change_log import change_log
 from graph.memory.kinds import TODO, MemoryKind
 from graph.memory.list_reads import ListReader, head_candidates, updated_list
@@ -37,6 +36,7 @@ from graph.memory.selection import (
 )
 from graph.memory.store import read_kind
 from graph.recent import Recent
+from graph.run_context import RunContext
 
 TURNS_KEPT = 256
 
@@ -149,7 +149,7 @@ def read_turn(
 
 def read_turn_memories(
     store: BaseStore,
-    settings: Configuration,
+    settings: RunContext,
     messages: Sequence[AnyMessage],
     kinds: Sequence[MemoryKind],
     reads: MemoryReads | None = None,
@@ -175,13 +175,13 @@ def read_turn_memories(
 def select_todos(store: BaseStore, user_id: str, query: str, limit: int, reads: MemoryReads | None = None) -> Selection:
     """The ToDo items a turn whose user says `query` shows the user: all of them up to `limit`, else the most
     relevant; `reads` keeps what the next reads reuse (None: nothing)."""
-    settings = Configuration(user_id=user_id, todo_prompt_limit=limit, todo_update_limit=limit)
+    settings = RunContext(user_id=user_id, todo_prompt_limit=limit, todo_update_limit=limit)
     return read_turn_memories(store, settings, [HumanMessage(query)], (TODO,), reads).prompt_todos
 
 
 def turn_memories(
     store: BaseStore,
-    settings: Configuration,
+    settings: RunContext,
     messages: Sequence[AnyMessage],
     thread_id: str,
     kinds: Sequence[MemoryKind],
@@ -199,7 +199,7 @@ def turn_memories(
 
 def start_turn(
     store: BaseStore,
-    settings: Configuration,
+    settings: RunContext,
     messages: Sequence[AnyMessage],
     thread_id: str,
     kinds: Sequence[MemoryKind],
@@ -211,7 +211,7 @@ def start_turn(
 
 
 def _turn_key(
-    store: BaseStore, settings: Configuration, messages: Sequence[AnyMessage], thread_id: str, kinds: Sequence[MemoryKind]
+    store: BaseStore, settings: RunContext, messages: Sequence[AnyMessage], thread_id: str, kinds: Sequence[MemoryKind]
 ) -> tuple:
     latest = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
     return (
@@ -243,7 +243,7 @@ def with_turn_changes(existing: dict[str, dict], messages: Sequence[AnyMessage],
 
 def documents_to_update(
     store: BaseStore,
-    settings: Configuration,
+    settings: RunContext,
     messages: Sequence[AnyMessage],
     thread_id: str,
     kinds: Sequence[MemoryKind],

@@ -14,7 +14,6 @@ from typing_extensions import TypedDict
 
 from graph.backends.json_calls import CallOption, OptionsTool
 from graph.backends.model import ChatModelFactory, model_errors
-from graph.configuration import Configuration, RunSettings
 from graph.memory.context import TurnMemories, start_turn, turn_memories
 from graph.memory.kinds import TODO, MemoryKind
 from graph.memory.notes import change_notes
@@ -28,6 +27,7 @@ from graph.memory.rendering import (
     tell_user_rules,
 )
 from graph.nodes.update import must_tell_user, routed_here, send_outcome
+from graph.run_context import ResolvedRun, RunContext
 from graph.runtime import GraphRuntime
 from graph.state import State
 from graph.thread.model_message import Refusal, normalise_reply
@@ -87,7 +87,7 @@ def memory_content(kind: MemoryKind, memories: TurnMemories) -> str:
 
 
 def chat_system_message(
-    memories: TurnMemories, settings: Configuration, summary: str, kinds: Sequence[MemoryKind]
+    memories: TurnMemories, settings: RunContext, summary: str, kinds: Sequence[MemoryKind]
 ) -> SystemMessage:
     """The chat prompt with a section for each memory kind, a routing rule for each, the rule for when to reply
     (`reply_timing`), and the thread's summary."""
@@ -115,7 +115,7 @@ def chat_system_message(
 def task_maistro(
     state: State,
     config: RunnableConfig,
-    runtime: Runtime[Configuration],
+    runtime: Runtime[RunContext],
     *,
     chat_model: ChatModelFactory,
     graph_runtime: GraphRuntime,
@@ -160,8 +160,8 @@ def task_maistro(
     if view.idle:
         return {"messages": [AIMessage(content=EMPTY_MESSAGE_REPLY)]} if not original else {}
     kinds, reads = graph_runtime.kinds, graph_runtime.reads
-    run = RunSettings.of(config, runtime, graph_runtime.runs)
-    settings = run.settings
+    run = ResolvedRun.of(config, runtime, graph_runtime.runs)
+    settings = run.context
     thread = repair_tool_answers(original) or list(original)
     summary = state.get("summary", "")
     turn_starts = view.starts_turn

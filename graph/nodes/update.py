@@ -34,7 +34,6 @@ from langgraph.store.base import BaseStore
 
 from graph.backends.json_calls import JsonCallModel
 from graph.backends.model import ChatModelFactory
-from graph.configuration import Configuration, RunSettings
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, committed_changes
 from graph.memory.conditions import ConflictError
 from graph.memory.grounding import UserWords
@@ -51,6 +50,7 @@ from graph.nodes.extraction import (
 )
 from graph.nodes.json_extraction import json_changes
 from graph.recent import Recent
+from graph.run_context import ResolvedRun, RunContext
 from graph.runtime import GraphRuntime
 from graph.state import State
 from graph.thread.tokens import bound_message
@@ -94,7 +94,7 @@ class UpdateRequest:
     state: State
     config: RunnableConfig
     store: BaseStore
-    run: RunSettings
+    run: ResolvedRun
     model: BaseChatModel
     kind: MemoryKind
     graph_runtime: GraphRuntime
@@ -102,9 +102,9 @@ class UpdateRequest:
     fresh: bool = False
 
     @property
-    def settings(self) -> Configuration:
-        """The run's settings."""
-        return self.run.settings
+    def context(self) -> RunContext:
+        """The run's context."""
+        return self.run.context
 
     @property
     def kinds(self) -> tuple[MemoryKind, ...]:
@@ -270,7 +270,7 @@ def text_change(artifact: dict[str, Any], kind: MemoryKind) -> dict[str, Any]:
 def update_memory(
     state: State,
     config: RunnableConfig,
-    runtime: Runtime[Configuration],
+    runtime: Runtime[RunContext],
     chat_model: ChatModelFactory,
     *,
     kind: MemoryKind,
@@ -285,9 +285,9 @@ def update_memory(
     writer, or with the update's own earlier run) makes it look for those, then read and propose again
     (`CONFLICT_RETRIES` times), and finally answer with the conflict.
     """
-    run, store = RunSettings.of(config, runtime, graph_runtime.runs), runtime.store
+    run, store = ResolvedRun.of(config, runtime, graph_runtime.runs), runtime.store
     calls = pending_update_calls(state["messages"], kind.update_type)
-    request = UpdateRequest(state, config, store, run, chat_model(run.settings), kind, graph_runtime, calls)
+    request = UpdateRequest(state, config, store, run, chat_model(run.context), kind, graph_runtime, calls)
     context = change_context(request)
     for attempt in range(1 + CONFLICT_RETRIES):
         replay = attempt > 0 or request.may_be_replay

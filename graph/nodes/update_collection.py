@@ -17,7 +17,7 @@ def propose_collection(request: UpdateRequest) -> list[MemoryChange]:
     kind = request.kind
     _, existing = documents_to_update(
         request.store,
-        request.settings,
+        request.context,
         request.messages,
         request.run.thread_id,
         request.kinds,
@@ -25,7 +25,7 @@ def propose_collection(request: UpdateRequest) -> list[MemoryChange]:
         request.graph_runtime.reads,
         fresh=request.fresh,
     )
-    instruction = kind.instruction.format(language_rule=LANGUAGE_RULE, now=request.settings.now_text())
+    instruction = kind.instruction.format(language_rule=LANGUAGE_RULE, now=request.context.now_text())
     return request.extract(instruction, existing, request.new_key)
 
 

@@ -12,7 +12,7 @@ def propose_document(request: UpdateRequest) -> list[MemoryChange]:
     """The kind's document patched (or created) from the conversation; at most one change."""
     kind = request.kind
     existing = {item.key: item.value for item in search_all(request.store, namespace(kind, request.user_id))}
-    instruction = kind.instruction.format(language_rule=LANGUAGE_RULE, now=request.settings.now_text())
+    instruction = kind.instruction.format(language_rule=LANGUAGE_RULE, now=request.context.now_text())
     return request.extract(instruction, existing, lambda _: kind.key)[-1:]
 
 

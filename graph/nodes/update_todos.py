@@ -15,7 +15,7 @@ def propose_todos(request: UpdateRequest) -> list[MemoryChange]:
     changes. The instruction carries the user's instructions for ToDos. New items get keys derived from the
     routing call, so a replayed update writes the same keys.
     """
-    settings = request.settings
+    settings = request.context
     memories, existing = documents_to_update(
         request.store,
         settings,

@@ -12,7 +12,7 @@ owned: threads (and the runs on them) and assistants carry their owner in their 
 by it; store namespaces must have the caller's `user_label` as their second label (`("todo", label)`);
 crons and anything else are refused. Whether auth is on or not, no store request may name a namespace the agent
 keeps its own bookkeeping in (`graph.memory.store.INTERNAL_NAMESPACES`): 403. The server hands the caller to the
-graph as `config["configurable"]["langgraph_auth_user"]`, whose identity `Configuration` prefers to any client
+graph as `config["configurable"]["langgraph_auth_user"]`, whose identity `RunContext` prefers to any client
 `user_id`.
 Where langgraph-api and Aegra call these rules differently, `graph.server.platform` says how.
 Whether auth is on or not, store values, run inputs and store search limits are bounded (HTTP 413, clamps).

@@ -6,7 +6,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage, get_buffer_string
 
 from graph.backends.model import model_errors, quiet
-from graph.configuration import Configuration
+from graph.run_context import RunContext
 from graph.thread.tokens import bound_messages, count_text_tokens, count_tokens
 from graph.thread.tool_calls import chat_history
 from prompts import SUMMARIZE_CONVERSATION, SUMMARY_BLOCK
@@ -26,7 +26,7 @@ def fold_point(messages: Sequence[AnyMessage], keep: int) -> int:
 
 
 def fold_into_summary(
-    messages: list[AnyMessage], summary: str, model: BaseChatModel, settings: Configuration
+    messages: list[AnyMessage], summary: str, model: BaseChatModel, settings: RunContext
 ) -> tuple[list[AnyMessage], str]:
     """The messages to keep and the summary to use: unchanged under the budgets, else folded with one model call.
 

@@ -33,7 +33,7 @@ from graph.app.tutorial import (
     TOYOTA_SOLUTIONS,
     todo_item,
 )
-from graph.configuration import Configuration
+from graph.run_context import RunContext
 from tests.support.langgraph_server import (
     GRAPH_ID,
     ROOT,
@@ -140,7 +140,7 @@ def test_langgraph_json_serves_the_graph_without_its_own_persistence():
     assert spec["env"] == ".env" and requires_python == f">={spec['python_version']}"
     served = server_graph()
     assert served.checkpointer is None and served.store is None
-    assert served.context_schema is Configuration
+    assert served.context_schema is RunContext
 
 
 def test_server_starts_without_key_or_env_file_and_a_run_says_what_to_set(tmp_path):
@@ -159,7 +159,7 @@ def test_server_starts_without_key_or_env_file_and_a_run_says_what_to_set(tmp_pa
 def test_studio_shows_every_setting_with_its_description(client):
     (assistant,) = client.assistants.search(graph_id=GRAPH_ID, metadata={"created_by": "system"})
     schemas = client.assistants.get_schemas(assistant["assistant_id"])
-    settings = [f.name for f in fields(Configuration)]
+    settings = [f.name for f in fields(RunContext)]
     for kind in ("config_schema", "context_schema"):
         properties = schemas[kind]["properties"]
         assert list(properties) == settings, kind
