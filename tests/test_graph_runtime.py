@@ -140,3 +140,13 @@ def test_a_graph_not_built_here_has_no_runtime():
     with pytest.raises(LookupError, match="not built by graph.agent"):
         runtime_of(builder.compile())
     assert GraphRuntime(DEFAULT_MEMORY_KINDS).kinds == DEFAULT_MEMORY_KINDS
+
+
+def test_only_the_entry_points_read_the_memory_kinds_from_the_environment():
+    """The kinds flow from where a graph is built (or a CLI command starts) to every reader."""
+    readers = sorted(
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "graph").rglob("*.py")
+        if "configured_kinds()" in path.read_text(encoding="utf-8")
+    )
+    assert readers == ["graph/app/cli.py", "graph/memory/kinds.py"], "graph.agent reads them through resolve_kinds"
