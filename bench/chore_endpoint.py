@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from graph.app.scripted_model import documents_in_prompt
-from graph.thread.tokens import count_text_tokens
+from graph.text_tokens import count_text_tokens
 from prompts import REPLY_FIRST_RULE
 from tests.support.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply, tool_names
 from tests.support.stub_script import kind_of, update

@@ -8,7 +8,8 @@ from langchain_core.messages import HumanMessage
 from graph import build_graph
 from graph.app.scripted_model import calls, route, say, todo
 from graph.backends.model import ModelUnavailableError
-from graph.thread.tokens import MAX_MESSAGE_TOKENS, count_text_tokens
+from graph.text_tokens import count_text_tokens
+from graph.thread.tokens import MAX_MESSAGE_TOKENS
 from prompts import EMPTY_MESSAGE_REPLY
 from tests.support.helpers import config, todos, turn
 from tests.support.openai_stub import StubError, text_reply, tool_calls_reply

@@ -5,7 +5,7 @@ from langchain_core.messages import HumanMessage
 
 from graph import build_graph
 from graph.app.scripted_model import calls, patch_where, profile, remove_where, replace, route, say, todo
-from graph.app.session import ChatSession, Note, Progress, StoppedTurn, ThreadOwnerError, Token
+from graph.app.session import ChatSession, Note, Notice, Progress, StoppedTurn, ThreadOwnerError, Token
 from graph.backends.thread_locks import FileThreadLocks
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS
 from graph.memory.notes import change_notes
@@ -146,6 +146,27 @@ def test_a_reply_held_back_while_it_may_be_a_call_is_shown_once(monkeypatch, tmp
 
     assert [event.text for event in events if isinstance(event, Token)] == [reply]
     assert Note("ToDo added: Book a dentist") in events
+
+
+@pytest.mark.parametrize("reply", ["Noted the dentist.", "Noted the dentist.\n", "Noted the dentist.  "])
+@pytest.mark.parametrize("timing", ["first", "after_updates"])
+def test_the_notice_that_a_message_was_cut_comes_once_on_a_memory_turn(monkeypatch, tmp_path, reply, timing):
+    """Whether the reply ends in whitespace or not, and whichever message of the turn carries it, the sentence
+    that the user's message was cut is shown exactly once, apart from the reply's words."""
+    monkeypatch.setenv("MAISTRO_REPLY_TIMING", timing)
+    script = Script()
+    if timing == "first":
+        script.add("chat", update("todo", content=reply))
+    else:
+        script.add("chat", update("todo"), text_reply(reply))
+    script.add("todo", tool_calls_reply(("ToDo", {"task": "Book a dentist", "solutions": ["Call Dr. Lee"]})))
+    with OpenAIStub(script) as stub:
+        monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
+        events = list(ChatSession(build_graph(tmp_path), "Lance").send("I need a dentist. " + "word " * 40_000))
+
+    notices = [event.text for event in events if isinstance(event, Notice)]
+    assert len(notices) == 1 and notices[0].startswith("(Your message was 200,018 characters long")
+    assert "".join(event.text for event in events if isinstance(event, Token)).strip() == "Noted the dentist."
 
 
 def test_a_stopped_turn_reports_the_message_and_the_memory_changes_it_saved(agent, model):

@@ -301,7 +301,10 @@ def test_history_lists_changes_and_undo_reverts_them(tmp_path):
 
     undone = maistro("undo", "--user", "Lance", "--data-dir", demo_dir)
     assert undone.exit_code == 0
-    assert undone.output == f'Undid change {entries[-1]["id"][:8]} of Lance: ToDo "{LOCK}" changed back.\n'
+    made = entries[-1]["time"][:16].replace("T", " ")
+    assert undone.output == (
+        f'Undid change {entries[-1]["id"][:8]} of Lance (ToDo "{LOCK}" updated on {made}): ToDo "{LOCK}" changed back.\n'
+    )
     assert lock_status(demo_dir) == "not started"
 
     assert maistro("undo", "--user", "Lance", "--data-dir", demo_dir).exit_code == 0
@@ -311,3 +314,24 @@ def test_history_lists_changes_and_undo_reverts_them(tmp_path):
     assert first.exit_code == 0 and f"Undid change {entries[0]['id'][:8]}" in first.output
     missing = maistro("undo", "zzzz", "--user", "Lance", "--data-dir", demo_dir)
     assert missing.exit_code == 1 and "No changes of Lance start with 'zzzz'" in missing.output
+
+
+def test_undo_refuses_an_id_prefix_too_short_to_name_a_change(tmp_path):
+    """`maistro undo 2` (meant as "undo two changes", say) names no change: one sentence, nothing undone."""
+    demo_dir = str(tmp_path / "demo")
+    assert maistro("demo", "--data-dir", demo_dir).exit_code == 0
+    before = json.loads(maistro("history", "--all", "--user", "Lance", "--json", "--data-dir", demo_dir).output)
+    oldest = next(iter(before))
+
+    for short in (oldest[:1], oldest[:3]):
+        refused = maistro("undo", short, "--user", "Lance", "--data-dir", demo_dir)
+        assert refused.exit_code == 1
+        assert refused.output == (
+            f"{short!r} is too short to name a change: give at least 4 characters of its id (see `maistro history`).\n"
+        )
+    after = json.loads(maistro("history", "--all", "--user", "Lance", "--json", "--data-dir", demo_dir).output)
+    assert after == before, "nothing was undone"
+
+    undone = maistro("undo", oldest[:4], "--user", "Lance", "--data-dir", demo_dir)
+    assert undone.exit_code == 0
+    assert undone.output.startswith(f'Undid change {oldest[:8]} of Lance (profile "Lance" created on ')

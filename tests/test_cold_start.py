@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-# Runs an entry point in a fresh interpreter, then writes the top-level names of every loaded module.
+# Runs an entry point in a fresh interpreter, then writes the name of every loaded module.
 PROBE = """
 import json, sys
 modules_file = sys.argv[1]
@@ -18,14 +18,15 @@ except SystemExit:
     pass
 finally:
     with open(modules_file, "w") as out:
-        json.dump(sorted({name.split(".")[0] for name in sys.modules}), out)
+        json.dump(sorted(sys.modules), out)
 """
 CLI = "from graph.app.cli import main; sys.argv = ['maistro', *{args!r}]; main()"
 MODEL_CLIENTS = {"openai", "langchain_openai", "trustcall"}
 
 
-def loaded_modules(tmp_path: Path, code: str) -> set[str]:
-    """Top-level modules loaded by running `code` in a new process (data under `tmp_path`)."""
+def loaded_modules(tmp_path: Path, code: str, *, top_level: bool = True) -> set[str]:
+    """Top-level modules (or, not `top_level`, all modules) loaded by running `code` in a new process (data under
+    `tmp_path`)."""
     modules_file = tmp_path / "modules.json"
     environment = {**os.environ, "MAISTRO_DATA_DIR": str(tmp_path / "data")}
     environment.pop("MAISTRO_DATABASE_URL", None)
@@ -33,7 +34,8 @@ def loaded_modules(tmp_path: Path, code: str) -> set[str]:
         [sys.executable, "-c", PROBE, str(modules_file), code], env=environment, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
-    return set(json.loads(modules_file.read_text()))
+    names = json.loads(modules_file.read_text())
+    return {name.split(".")[0] for name in names} if top_level else set(names)
 
 
 def test_help_loads_no_langchain_langgraph_model_client_or_memory_schemas(tmp_path):
@@ -46,6 +48,14 @@ def test_help_loads_no_langchain_langgraph_model_client_or_memory_schemas(tmp_pa
 def test_read_only_commands_load_no_model_client(tmp_path, command):
     modules = loaded_modules(tmp_path, CLI.format(args=[command, "--user", "Lance"]))
     assert "langgraph" in modules and not modules & MODEL_CLIENTS, sorted(modules & MODEL_CLIENTS)
+
+
+@pytest.mark.parametrize("command", ["todos", "profile", "instructions"])
+def test_a_memory_table_loads_no_export_or_redaction_rules(tmp_path, command):
+    """The table is drawn from the stored documents: the export and its redaction (`--json`) are not imported."""
+    modules = loaded_modules(tmp_path, CLI.format(args=[command, "--user", "Lance"]), top_level=False)
+    unused = {"graph.memory.admin", "graph.memory.redaction", "graph.memory.changes"}
+    assert "graph.app.tables" in modules and not modules & unused, sorted(modules & unused)
 
 
 def test_the_servers_auth_module_loads_no_agent_or_model_client(tmp_path):

@@ -38,7 +38,7 @@ from graph.memory.rendering import COLLECTION_TOKENS, render_collection
 from graph.memory.store import namespace, read_kind
 from graph.nodes.chat import chat_system_message
 from graph.settings import Settings
-from graph.thread.tokens import count_text_tokens
+from graph.text_tokens import count_text_tokens
 from tests.support.custom_kinds import CONTACT, HEALTH, KINDS
 from tests.support.helpers import turn
 

@@ -23,6 +23,7 @@ from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, li
 from graph.memory.history import (
     AmbiguousChangeError,
     PrunedChangeError,
+    ShortChangeIdError,
     find_change,
     history_page,
     iter_history,
@@ -148,10 +149,12 @@ def test_undo_reverts_the_latest_change_and_one_named_by_its_prefix(store):
     undo_change(store, USER, created["id"][:5])
     assert store.get(namespace(kinds.TODO, USER), "fern") is None
 
-    write_history(store, [entry(1, START, entry_id="abc1"), entry(2, START, entry_id="abc2")], user="Ann")
+    write_history(store, [entry(1, START, entry_id="abcd1"), entry(2, START, entry_id="abcd2")], user="Ann")
     with pytest.raises(AmbiguousChangeError):
+        find_change(store, "Ann", "abcd")
+    with pytest.raises(ShortChangeIdError):
         find_change(store, "Ann", "abc")
-    assert find_change(store, "Ann", "abc2")["id"] == "abc2"
+    assert find_change(store, "Ann", "abcd2")["id"] == "abcd2"
 
 
 def cli(*args: str):
@@ -177,6 +180,9 @@ def test_maistro_history_shows_a_screenful_and_more_when_asked(tmp_path, monkeyp
     every = json.loads(cli("history", *where, "--all", "--json").output)
     assert list(every) == [e["id"] for e in expected][::-1]
     assert "newest of" not in cli("history", *where, "--all").output
+    both = cli("history", *where, "--all", "--limit", "3")
+    assert both.exit_code == 1
+    assert both.output == "--all shows every change and --limit 3 the newest 3: pass one of them, not both.\n"
 
 
 def test_retention_prunes_by_count_and_an_undo_says_the_change_is_no_longer_kept(sql_store, monkeypatch, tmp_path):

@@ -1,11 +1,14 @@
-"""The package's imports, read from its source (nothing is imported): no module imports one that imports it back,
-directly or through others, and long-term memory (`graph/memory/`) imports nothing from `graph/backends/`.
+"""The project's imports, read from its source (nothing is imported): no module imports one that imports it back,
+directly or through others, and no import runs up the layers (`LAYERS`).
+
+The modules read are the package's (`graph/`) and those of the project's other packages (`prompts/`, `schemas/`,
+`bench/`, `tests/`), so a circle through the benchmarks and the tests shows too.
 
 Every import statement counts, wherever it stands: at the top of a module, inside a function (a lazy import
 still ties the two modules together), under `if TYPE_CHECKING:`. An import names the module it loads:
 `from graph.memory import store` the module `graph.memory.store`, `from graph.memory.store import TODO` that
 module too. Not counted: the parent packages Python loads first (`graph/__init__.py` and the subpackages'
-`__init__.py` import no module of the package when they load) and `importlib.import_module` calls with names
+`__init__.py` import no module of the project when they load) and `importlib.import_module` calls with names
 computed at run time (`graph/__init__.py` loads its exports that way, on first use).
 """
 
@@ -17,6 +20,28 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "graph"
+PACKAGES = (PACKAGE, "prompts", "schemas", "bench", "tests")
+# The layers, lowest first: a module may import from its own layer and the ones below, never from one above. A
+# module's layer is that of the longest name listed that is the module or a package holding it.
+LAYERS = (
+    ("prompts", "schemas"),
+    # Import nothing of the package: the operator's settings, the graph's state, plain-text token estimates, the
+    # bounded record the caches use.
+    (f"{PACKAGE}.settings", f"{PACKAGE}.state", f"{PACKAGE}.text_tokens", f"{PACKAGE}.recent"),
+    (f"{PACKAGE}.run_context",),
+    (f"{PACKAGE}.memory",),  # long-term memory
+    (f"{PACKAGE}.thread",),  # short-term memory
+    (f"{PACKAGE}.backends",),  # storage and models
+    (f"{PACKAGE}.durability",),
+    (f"{PACKAGE}.nodes", f"{PACKAGE}.runtime"),  # the nodes, and what one built graph hands them
+    (f"{PACKAGE}.agent",),
+    (PACKAGE,),  # the public names
+    (f"{PACKAGE}.eval", f"{PACKAGE}.server"),
+    (f"{PACKAGE}.app",),
+    ("tests.support",),  # what the tests and the benchmarks both use
+    ("bench",),
+    ("tests",),
+)
 
 
 def module_name(path: Path) -> str:
@@ -25,11 +50,11 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-MODULES = {module_name(path): path for path in sorted((ROOT / PACKAGE).rglob("*.py"))}
+MODULES = {module_name(path): path for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))}
 
 
 def imported(importer: str, node: ast.Import | ast.ImportFrom) -> Iterator[str]:
-    """The modules of the package that one import statement of `importer` loads."""
+    """The modules of the project that one import statement of `importer` loads."""
     if isinstance(node, ast.Import):
         names = [alias.name for alias in node.names]
     else:
@@ -39,12 +64,12 @@ def imported(importer: str, node: ast.Import | ast.ImportFrom) -> Iterator[str]:
             base = ".".join([*package[: len(package) - node.level + 1], *([base] if base else [])])
         names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base for alias in node.names]
     for name in names:
-        if name == PACKAGE or name.startswith(f"{PACKAGE}."):
+        if name.split(".")[0] in PACKAGES:
             yield name
 
 
 def import_edges() -> dict[str, dict[str, int]]:
-    """For each module of the package, the modules of the package it imports, each with the line of an import."""
+    """For each module of the project, the modules of the project it imports, each with the line of an import."""
     edges: dict[str, dict[str, int]] = {}
     for name, path in MODULES.items():
         found: dict[str, int] = {}
@@ -110,6 +135,24 @@ def described(edges: dict[str, dict[str, int]], cycle: list[str]) -> str:
     return " -> ".join(cycle) + "\n    " + "\n    ".join(steps)
 
 
+def layer(module: str) -> int:
+    """The index in `LAYERS` of the module's layer."""
+    ranks = [(len(name), rank) for rank, names in enumerate(LAYERS) for name in names if module == name or module.startswith(f"{name}.")]
+    if not ranks:
+        raise AssertionError(f"{module} is in no layer: add it (or its package) to LAYERS")
+    return max(ranks)[1]
+
+
+def arrows_up(edges: dict[str, dict[str, int]]) -> list[str]:
+    """Each import of a module from a higher layer, with its file and line."""
+    return [
+        f"{MODULES[name].relative_to(ROOT)}:{line} imports {target} (layer {LAYERS[layer(target)][0]} is above {LAYERS[layer(name)][0]})"
+        for name, targets in sorted(edges.items())
+        for target, line in sorted(targets.items())
+        if layer(target) > layer(name)
+    ]
+
+
 @pytest.fixture(scope="module")
 def edges() -> dict[str, dict[str, int]]:
     return import_edges()
@@ -127,20 +170,28 @@ def test_the_reading_finds_every_kind_of_import():
     assert cycles({"a": {"b": 1}, "b": {"c": 2}, "c": {"a": 3}, "d": {"a": 4}}) == [["a", "b", "c", "a"]]
 
 
+def test_the_reading_covers_the_benchmarks_and_the_tests(edges):
+    """A circle through `bench/` and `tests/` is seen: their imports of each other and of the package are read."""
+    assert "tests.support.openai_stub" in edges["bench.model_faults"]
+    assert "bench.model_faults" in edges["tests.test_model_faults"]
+    assert "graph.thread.tokens" in edges["tests.test_summary"]
+
+
+def test_every_module_has_a_layer_and_the_layers_see_an_arrow_up():
+    assert {module: layer(module) for module in MODULES} and layer("graph.memory.rendering") < layer("graph.thread.tokens")
+    assert arrows_up({"graph.memory.rendering": {"graph.thread.tokens": 11}, "graph.thread.tokens": {}}) == [
+        "graph/memory/rendering.py:11 imports graph.thread.tokens (layer graph.thread is above graph.memory)"
+    ]
+
+
 def test_no_module_of_the_package_imports_one_that_imports_it_back(edges):
     found = cycles(edges)
     assert not found, "import cycles:\n" + "\n".join(described(edges, cycle) for cycle in found)
 
 
-def test_long_term_memory_imports_nothing_from_the_backends(edges):
-    upward = [
-        f"{MODULES[name].relative_to(ROOT)}:{line} imports {target}"
-        for name, targets in sorted(edges.items())
-        if name == f"{PACKAGE}.memory" or name.startswith(f"{PACKAGE}.memory.")
-        for target, line in sorted(targets.items())
-        if target == f"{PACKAGE}.backends" or target.startswith(f"{PACKAGE}.backends.")
-    ]
-    assert not upward, "graph/memory/ imports graph/backends/:\n" + "\n".join(upward)
+def test_no_module_imports_from_a_layer_above_its_own(edges):
+    upward = arrows_up(edges)
+    assert not upward, "imports from a higher layer:\n" + "\n".join(upward)
 
 
 def test_the_settings_import_nothing_of_the_package(edges):

@@ -22,7 +22,7 @@ from graph.nodes.update import MEMORY_UPDATE_EVENT
 from graph.runtime import runtime_of
 from graph.server.memory_page import PageError, read_memories, save_document
 from graph.settings import Settings, SettingsError
-from graph.thread.tokens import count_text_tokens
+from graph.text_tokens import count_text_tokens
 from prompts import PROPOSAL_OUTDATED, TEXT_TOO_LONG, TEXT_UNCHANGED
 from tests.support.helpers import config, instructions_of
 

@@ -7,7 +7,8 @@ from graph.app.scripted_model import calls, route, say, todo
 from graph.memory.admin import export_memories, import_memories
 from graph.memory.changes import list_history
 from graph.memory.redaction import REDACTED, redact, redact_text
-from graph.thread.tokens import MAX_MESSAGE_TOKENS, count_text_tokens
+from graph.text_tokens import count_text_tokens
+from graph.thread.tokens import MAX_MESSAGE_TOKENS
 from tests.support.helpers import before_import, todos, turn
 from tests.support.secret_corpus import HISTORY_IDS, ORDINARY_CASES, SECRET_CASES
 from tests.support.secret_probes import KNOWN_MISSES

@@ -3,8 +3,9 @@
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from graph.app.scripted_model import calls, route, say, todo
-from graph.thread.summary import fold_point
-from graph.thread.tokens import count_text_tokens, count_tokens
+from graph.nodes.summary import fold_point
+from graph.text_tokens import count_text_tokens
+from graph.thread.tokens import count_tokens
 from tests.support.bookkeeping import assert_tool_calls_answered
 from tests.support.helpers import config, todos, turn
 

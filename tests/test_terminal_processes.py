@@ -345,3 +345,47 @@ def test_chinese_instructions_at_the_cap_are_saved_and_one_character_more_is_ref
     ) in result.stdout
     shown = run_maistro("instructions", "--user", "Lance", "--json")
     assert json.loads(shown.stdout) == {"user_instructions": {"memory": forty}}
+
+
+def test_ctrl_d_typed_during_a_reply_ends_the_chat_once_the_reply_is_in(stub, script):
+    """Ctrl-D pressed while a reply is on its way leaves the chat when the reply is in, as it does at the prompt:
+    no second prompt waiting for another Ctrl-D."""
+    gate = Gate(text_reply("Here is your answer."))
+    script.add("chat", gate)
+    chat = Terminal("chat", "--user", "Lance")
+    try:
+        chat.wait_for("you ›")
+        chat.type("What is on my list?")
+        assert gate.arrived.wait(60)
+        chat.press_ctrl_d()
+        time.sleep(0.5)  # the terminal has the Ctrl-D before the reply arrives
+        gate.opened.set()
+        chat.wait_for("Here is your answer.")
+    finally:
+        code = chat.close(timeout=20)
+
+    assert code == 0, chat.screen
+    assert chat.screen.count("you ›") <= 2, chat.screen
+
+
+def test_a_line_typed_during_a_reply_is_the_next_message(stub, script):
+    gate = Gate(text_reply("Here is your answer."))
+    script.add("chat", gate, text_reply("And here is the next one."))
+    chat = Terminal("chat", "--user", "Lance")
+    try:
+        chat.wait_for("you ›")
+        chat.type("What is on my list?")
+        assert gate.arrived.wait(60)
+        chat.type("And tomorrow?")
+        time.sleep(0.5)
+        gate.opened.set()
+        chat.wait_for("Here is your answer.")
+        chat.wait_for(r"you › And tomorrow\?\n")
+        chat.wait_for("And here is the next one.")
+        chat.wait_for("you ›")
+        chat.press_ctrl_d()
+    finally:
+        code = chat.close(timeout=20)
+
+    assert code == 0, chat.screen
+    assert script.seen == ["chat", "chat"]

@@ -187,16 +187,17 @@ def _leave_now(code: int) -> NoReturn:
 
 
 def _show(kind: "MemoryKind", user: str | None, as_json: bool, data_dir: Path | None) -> None:
-    from rich.console import Console
-
-    from graph.app.tables import memory_view
-    from graph.memory.admin import export_memories
-
     user_id = _user(user)
     with _store(data_dir) as store:
         if as_json:
+            from graph.memory.admin import export_memories  # with the redaction rules: only for JSON
+
             typer.echo(json.dumps(export_memories(store, user_id, [kind])[kind.name], ensure_ascii=False, indent=2))
         else:
+            from rich.console import Console
+
+            from graph.app.tables import memory_view
+
             Console().print(memory_view(store, kind, user_id))
 
 
@@ -340,8 +341,9 @@ def forget(
 def history(
     user: UserOption = None,
     limit: Annotated[
-        int, typer.Option("--limit", "-n", min=1, help="Show the newest N changes (oldest of them first).")
-    ] = HISTORY_LIMIT,
+        int | None,
+        typer.Option("--limit", "-n", min=1, help=f"Show the newest N changes (oldest of them first; default {HISTORY_LIMIT})."),
+    ] = None,
     every: Annotated[bool, typer.Option("--all", help="Show every change, however many.")] = False,
     as_json: JsonOption = False,
     data_dir: DataDirOption = None,
@@ -353,9 +355,11 @@ def history(
     from graph.memory.history import history_page
     from graph.memory.kinds import configured_kinds
 
+    if every and limit is not None:
+        _fail(f"--all shows every change and --limit {limit} the newest {limit}: pass one of them, not both.")
     user_id = _user(user)
     with _store(data_dir) as store:
-        page = history_page(store, user_id, None if every else limit)
+        page = history_page(store, user_id, None if every else limit or HISTORY_LIMIT)
     entries = page.entries[::-1]
     if as_json:  # shaped like the "history" section of `maistro export`: store key (the change id) → entry
         typer.echo(json.dumps({entry["id"]: entry for entry in entries}, ensure_ascii=False, indent=2))
@@ -373,16 +377,33 @@ def undo(
     user: UserOption = None,
     data_dir: DataDirOption = None,
 ) -> None:
-    """Revert a change to a user's memories (the last one by default); an undo can be undone too."""
-    from graph.app.tables import undo_summary
+    """Revert a change to a user's memories (the last one by default, else the one whose id starts with at least
+    4 given characters), naming the change it reverted and when it was made; an undo can be undone too."""
+    from graph.app.tables import change_summary, undo_summary
     from graph.memory.changes import IrreversibleChangeError, UnknownChangeError, undo_change
-    from graph.memory.history import AmbiguousChangeError, PrunedChangeError
+    from graph.memory.history import (
+        MIN_CHANGE_PREFIX,
+        AmbiguousChangeError,
+        PrunedChangeError,
+        ShortChangeIdError,
+        find_change,
+        latest_change,
+    )
     from graph.memory.kinds import configured_kinds
 
-    user_id, kinds = _user(user), configured_kinds()
+    user_id = _user(user)
+    kinds = configured_kinds()
     with _store(data_dir, index=True) as store:
         try:
-            entry = undo_change(store, user_id, change, kinds)
+            target = find_change(store, user_id, change) if change else latest_change(store, user_id)
+            if target is None:
+                raise UnknownChangeError("the history is empty")
+            entry = undo_change(store, user_id, target["id"], kinds)
+        except ShortChangeIdError:
+            _fail(
+                f"{change!r} is too short to name a change: give at least {MIN_CHANGE_PREFIX} characters of its id "
+                "(see `maistro history`)."
+            )
         except AmbiguousChangeError:
             _fail(f"More than one change of {user_id} starts with {change!r}; give more of its id (see `maistro history`).")
         except PrunedChangeError as error:
@@ -393,7 +414,8 @@ def undo(
             _fail(f"Nothing to undo for {user_id}: {error}.")
         except IrreversibleChangeError as error:
             _fail(f"Cannot undo for {user_id}: {error}.")
-    typer.echo(f"Undid change {entry['undoes'][:8]} of {user_id}: {undo_summary(entry, kinds)}.")
+    reverted = f"{target['id'][:8]} of {user_id} ({change_summary(target, kinds)})"
+    typer.echo(f"Undid change {reverted}: {undo_summary(entry, kinds)}.")
 
 
 @app.command()

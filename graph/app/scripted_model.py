@@ -24,7 +24,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field
 
-from graph.thread.tokens import count_text_tokens, count_tokens
+from graph.text_tokens import count_text_tokens
+from graph.thread.tokens import count_tokens
 
 Reply = Union[Callable[[Sequence[BaseMessage], list[str]], AIMessage], AIMessage]
 

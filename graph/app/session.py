@@ -2,7 +2,7 @@
 
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from itertools import groupby, takewhile
 from typing import Any
@@ -18,6 +18,7 @@ from graph.nodes.update import MEMORY_UPDATE_EVENT
 from graph.run_context import RunContext
 from graph.runtime import runtime_of
 from graph.thread.text_calls import speakable_prefix
+from graph.thread.tokens import truncation_notice
 from graph.thread.tool_calls import last_human_message, pending_update_calls, turn_answered
 
 CHAT_NODE = "task_maistro"
@@ -63,6 +64,15 @@ class StoppedTurn:
     notes: list[str]
     reply_saved: bool = False
     updates_pending: bool = False
+
+
+@dataclass
+class _Shown:
+    """What a turn has shown so far: each reply's text by message id, and whether the cut-message notice was."""
+
+    notice: str
+    streamed: dict[str, str] = field(default_factory=dict)
+    noticed: bool = False
 
 
 class ThreadOwnerError(Exception):
@@ -170,7 +180,8 @@ class ChatSession:
         user_message = latest_user if retry else HumanMessage(content=text, id=str(uuid.uuid4()))
         self._turn_message_id = user_message.id
         received: dict[str, str] = {}
-        streamed: dict[str, str] = {}
+        shown_so_far = _Shown(truncation_notice(user_message))
+        streamed = shown_so_far.streamed
         for mode, payload in self.graph.stream(
             None if retry else {"messages": [user_message]},
             self.config,
@@ -190,7 +201,7 @@ class ChatSession:
                 yield from (Note(note, failed=bool(outcome.get("failed"))) for note in outcome.get("notes", []))
             elif update := payload.get(CHAT_NODE):
                 messages = update.get("messages", []) if isinstance(update, dict) else []
-                yield from _chat_events(_new_in_turn(messages), streamed, self.kinds)
+                yield from _chat_events(_new_in_turn(messages), shown_so_far, self.kinds)
 
     def stopped_turn(self) -> StoppedTurn:
         """What the latest turn, stopped half-way, saved: the user's message, the memory changes, the reply."""
@@ -214,23 +225,25 @@ def _change_fields(entry: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _chat_events(
-    new_messages: Sequence[AnyMessage], streamed: dict[str, str], kinds: Sequence[MemoryKind]
+    new_messages: Sequence[AnyMessage], shown: _Shown, kinds: Sequence[MemoryKind]
 ) -> Iterator[Token | Notice | Progress]:
     """Events for the chat node's new messages: replies not streamed, what a stored reply adds to its streamed
-    text (the notice that the user's message was cut, or what was held back while it might have been a call
-    written as text), and progress when memory updates follow. What is shown is added to `streamed`, so a reply
-    the chat node stores again (moved after its calls' answers) is not shown twice."""
+    text (what was held back while it might have been a call written as text), the notice that the user's
+    message was cut (once a turn, whichever reply carries it), and progress when memory updates follow. What is
+    shown is recorded in `shown`, so a reply the chat node stores again (moved after its calls' answers) is not
+    shown twice."""
     for message in new_messages:
         if not isinstance(message, AIMessage):
             continue
-        shown = streamed.get(message.id)
-        if message.text and not shown:
-            yield Token(message.text, message.id)
-        elif shown and message.text != shown and message.text.endswith(shown):
-            yield Notice(message.text.removesuffix(shown).strip())
-        elif shown and message.text.startswith(shown) and message.text[len(shown) :].strip():
-            yield Token(message.text[len(shown) :], message.id)  # what was held back and is not a call
-        if message.text:
-            streamed[message.id] = message.text
+        noted = bool(shown.notice) and message.text.startswith(shown.notice)
+        text = message.text.removeprefix(shown.notice).lstrip() if noted else message.text
+        streamed = shown.streamed.get(message.id, "").rstrip()
+        if text.startswith(streamed) and text[len(streamed) :].strip():
+            yield Token(text[len(streamed) :], message.id)  # not streamed, or what was held back and is not a call
+        if text:
+            shown.streamed[message.id] = text
+        if noted and not shown.noticed:
+            shown.noticed = True
+            yield Notice(shown.notice)
     if calls := pending_update_calls(new_messages):
         yield Progress(updating_text(calls, kinds))

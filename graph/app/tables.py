@@ -1,11 +1,12 @@
 """Rich tables of a user's memories for the terminal: the ToDo list's own table, and for any other memory kind a
 table of its documents' fields, or a panel of its text."""
 
+from __future__ import annotations
+
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langgraph.store.base import BaseStore, Item
 from rich.console import RenderableType
 from rich.panel import Panel
 from rich.table import Table
@@ -14,6 +15,9 @@ from rich.text import Text
 from graph.memory.kinds import TODO, MemoryKind, UnknownKindError, kind_named
 from graph.memory.rendering import capitalized
 from graph.memory.store import read_kind, read_text
+
+if TYPE_CHECKING:  # annotations only: `maistro todos` reads through whichever store it is given
+    from langgraph.store.base import BaseStore, Item
 
 STATUS_STYLES = {"done": "green", "in progress": "yellow", "archived": "dim"}
 # What an undo did to the document, by the action it recorded.
@@ -125,6 +129,16 @@ def _kind_of(entry: Mapping[str, Any], kinds: Sequence[MemoryKind]) -> MemoryKin
         return kind_named(kinds, entry["kind"])
     except UnknownKindError:
         return None
+
+
+def change_summary(entry: Mapping[str, Any], kinds: Sequence[MemoryKind]) -> str:
+    """A change as `maistro undo` names it before reverting it: e.g. 'ToDo "Fix the Yale lock" created on
+    2026-05-01 10:00'."""
+    kind = _kind_of(entry, kinds)
+    name = kind.label if kind else entry["kind"]
+    what = _summary(entry["after"] or entry["before"], kind)
+    undo = " (an undo)" if entry.get("undoes") else ""
+    return f'{name} "{what}" {entry["action"]}{undo} on {_deadline_text(entry["time"])}'
 
 
 def undo_summary(entry: Mapping[str, Any], kinds: Sequence[MemoryKind]) -> str:

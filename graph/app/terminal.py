@@ -5,7 +5,9 @@ when the model is in the middle of a request; see `run_chat`.
 """
 
 import contextlib
+import os
 import queue
+import select
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -157,14 +159,38 @@ def in_background(events: Iterator[T]) -> Iterator[T]:
             raise item
 
 
+PROMPT = "[bold cyan]you ›[/] "
+
+
+def typed_ahead(stream: TextIO = sys.stdin) -> str | None:
+    """A line the user finished at the terminal while a turn ran, "" for a Ctrl-D pressed then, or None when nothing
+    is waiting. The terminal holds such input line by line; it is read here, before line editing takes the
+    terminal over, because that would drop a pending Ctrl-D (the chat would then wait at a second prompt)."""
+    if os.name != "posix" or not stream.isatty():
+        return None
+    fd = stream.fileno()
+    if not select.select([fd], [], [], 0)[0]:
+        return None
+    return os.read(fd, 65536).decode(stream.encoding or "utf-8", errors="replace")
+
+
 def terminal_reader(console: Console) -> Callable[[], str]:
-    """Read a line at a prompt, with line editing and history where available (raises EOFError on Ctrl-D)."""
+    """Read a line at a prompt, with line editing and history where available (raises EOFError on Ctrl-D, also
+    when it was pressed while the previous turn ran); a line typed while a turn ran is taken as it is."""
     with contextlib.suppress(ImportError):
         import readline  # noqa: F401  (importing it gives input() line editing and history)
 
     def read() -> str:
+        ahead = typed_ahead()
+        if ahead is not None:
+            console.print(PROMPT, end="")
+            if not ahead:
+                console.print()
+                raise EOFError
+            console.print(ahead.rstrip("\r\n"), markup=False, highlight=False)
+            return ahead.rstrip("\r\n")
         try:
-            return console.input("[bold cyan]you ›[/] ")
+            return console.input(PROMPT)
         except EOFError:
             console.print()
             raise

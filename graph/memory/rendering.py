@@ -1,15 +1,19 @@
 """Compact text renderings of the memories for prompts and tool answers."""
 
+from __future__ import annotations
+
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langgraph.store.base import Item
-
-from graph.memory.kinds import MemoryKind
-from graph.memory.selection import Selection
-from graph.thread.tokens import count_text_tokens
+from graph.text_tokens import count_text_tokens
 from prompts import GUIDANCE_SECTION, MEMORY_SECTION, NOT_SHOWN, NOT_SHOWN_OPEN_AND_CLOSED
+
+if TYPE_CHECKING:  # annotations only: the CLI's tables import this module for `capitalized`
+    from langgraph.store.base import Item
+
+    from graph.memory.kinds import MemoryKind
+    from graph.memory.selection import Selection
 
 
 def capitalized(text: str) -> str:

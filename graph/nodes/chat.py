@@ -26,13 +26,13 @@ from graph.memory.rendering import (
     render_todos,
     tell_user_rules,
 )
+from graph.nodes.summary import fold_into_summary, with_summary
 from graph.nodes.update import must_tell_user, routed_here, send_outcome
 from graph.run_context import ResolvedRun, RunContext
 from graph.runtime import GraphRuntime
 from graph.state import State
 from graph.thread.model_message import Refusal, normalise_reply
 from graph.thread.reply_last import reply_last
-from graph.thread.summary import fold_into_summary, with_summary
 from graph.thread.tokens import bound_messages, is_blank, truncation_notice
 from graph.thread.tool_calls import (
     chat_history,

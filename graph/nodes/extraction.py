@@ -18,8 +18,8 @@ from trustcall import create_extractor
 from graph.backends.model import EndpointCircuit, model_errors, quiet
 from graph.durability import durability_config
 from graph.memory.changes import MemoryChange, same_document
+from graph.nodes.summary import with_summary
 from graph.recent import Recent
-from graph.thread.summary import with_summary
 from graph.thread.tokens import bound_message
 from graph.thread.tool_calls import last_ai_message, transcript
 from prompts import DROPPED_PATCH_PROBLEM, GAVE_UP_PROBLEM, INVALID_PROBLEM, MALFORMED_PROBLEM, TEXT_ANSWER_PROBLEM

@@ -1,5 +1,5 @@
-"""Short-term memory, the thread: the model's replies as they enter it, tool-call bookkeeping, the rolling summary,
-token estimates and input limits.
+"""Short-term memory, the thread: the model's replies as they enter it, tool-call bookkeeping, token estimates and
+input limits (the rolling summary, which calls a model, is a step of the nodes: `graph.nodes.summary`).
 
 Public modules: `model_message` (the boundary that makes every model reply valid for the thread: ids, invalid
 calls, near-miss routing values), `text_calls` (a reply that is a call written as text, one parser per format,
@@ -9,4 +9,4 @@ reply given beside its calls moves after their answers), `summary` (older messag
 `tokens` (offline token estimates and the bounds on a message).
 """
 
-__all__ = ["bounded_json", "model_message", "reply_last", "summary", "text_calls", "tokens", "tool_calls", "view"]
+__all__ = ["bounded_json", "model_message", "reply_last", "text_calls", "tokens", "tool_calls", "view"]

@@ -1,31 +1,17 @@
-"""Token estimates (offline, CJK-aware: no tokenizer download) and the bounds on what a user sends.
+"""Token estimates of messages (plain text: `graph.text_tokens`) and the bounds on what a user sends.
 
 An overlong message is cut before it reaches a model (the thread keeps it whole); an empty one never does.
 """
 
-import re
 from collections.abc import Sequence
 
 from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
+from graph.text_tokens import CHARS_PER_TOKEN, cjk_characters, count_text_tokens
 from prompts import TRUNCATED_NOTICE
 
-CHARS_PER_TOKEN = 4.0
 MAX_MESSAGE_TOKENS = 8000
-# Chinese, Japanese and Korean characters: about one token each, not a quarter of one.
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff00-\uffef]")
-
-
-def cjk_characters(text: str) -> int:
-    """How many CJK characters `text` holds."""
-    return len(_CJK.findall(text))
-
-
-def count_text_tokens(text: str) -> int:
-    """Estimated tokens of a plain string: one per CJK character, one per four other characters."""
-    cjk = cjk_characters(text)
-    return cjk + round((len(text) - cjk) / CHARS_PER_TOKEN)
 
 
 def count_tokens(messages: Sequence[BaseMessage]) -> int:

@@ -63,6 +63,10 @@ class Terminal:
         """Type a line and press Enter."""
         os.write(self.main, f"{line}\r".encode())
 
+    def press_ctrl_d(self) -> None:
+        """Press Ctrl-D (end of input at the start of a line)."""
+        os.write(self.main, b"\x04")
+
     def paste(self, text: str) -> None:
         """Paste `text` (several lines) as a terminal does, then press Enter."""
         os.write(self.main, f"{PASTE_START}{text}{PASTE_END}\r".encode())

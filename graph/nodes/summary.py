@@ -7,7 +7,8 @@ from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage, get
 
 from graph.backends.model import model_errors, quiet
 from graph.run_context import RunContext
-from graph.thread.tokens import bound_messages, count_text_tokens, count_tokens
+from graph.text_tokens import count_text_tokens
+from graph.thread.tokens import bound_messages, count_tokens
 from graph.thread.tool_calls import chat_history
 from prompts import SUMMARIZE_CONVERSATION, SUMMARY_BLOCK
 
