@@ -19,7 +19,9 @@ from graph.backends.model import EndpointCircuit, model_errors, quiet
 from graph.durability import durability_config
 from graph.memory.changes import MemoryChange, same_document
 from graph.nodes.summary import with_summary
+from graph.nodes.window import PromptParts, fitted
 from graph.recent import Recent
+from graph.thread.cut_replies import as_prompted
 from graph.thread.tokens import bound_message
 from graph.thread.tool_calls import last_ai_message, transcript
 from prompts import DROPPED_PATCH_PROBLEM, GAVE_UP_PROBLEM, INVALID_PROBLEM, MALFORMED_PROBLEM, TEXT_ANSWER_PROBLEM
@@ -52,16 +54,21 @@ def cached_extractor(extractors: Extractors, model: BaseChatModel, schema: type[
 
 
 def conversation(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
-    """The user-visible conversation before the latest assistant message, without tool-call plumbing."""
+    """The user-visible conversation before the latest assistant message, without tool-call plumbing (a reply cut
+    at the token limit carried as cut)."""
     routing = last_ai_message(messages)
     end = messages.index(routing) if routing is not None else len(messages)
-    return [bound_message(message) for message in transcript(messages[:end])]
+    return as_prompted([bound_message(message) for message in transcript(messages[:end])])
 
 
-def extraction_messages(instruction: str, messages: Sequence[AnyMessage], summary: str = "") -> list[AnyMessage]:
-    """The instruction (with the thread's summary) and the conversation, same-role runs merged."""
-    system = with_summary(instruction, summary)
-    return list(merge_message_runs([SystemMessage(content=system), *conversation(messages)]))
+def extraction_messages(
+    instruction: str, messages: Sequence[AnyMessage], summary: str = "", budget: int | None = None
+) -> list[AnyMessage]:
+    """The instruction (with the thread's summary) and the conversation, same-role runs merged; within `budget`
+    estimated tokens when given (`graph.nodes.window`)."""
+    said = list(merge_message_runs(conversation(messages)))
+    parts = PromptParts.of(lambda kept: [SystemMessage(content=with_summary(instruction, kept))], summary, said)
+    return list(merge_message_runs(fitted(parts, budget)))
 
 
 class FirstAnswer(BaseCallbackHandler):
