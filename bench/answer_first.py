@@ -39,8 +39,8 @@ from langchain_core.messages import AIMessageChunk, HumanMessage
 from graph import build_graph, close_graph
 from graph.app.session import CHAT_NODE
 from graph.backends.model import load_chat_model
-from graph.configuration import Configuration
 from graph.memory.store import namespace
+from graph.run_context import RunContext
 from graph.settings import REPLY_TIMINGS
 from testing.chore_endpoint import ADD, MOVED, ChoreEndpoint, Request, model_environment, sequential_requests
 from testing.stored_names import PROFILE, TODO
@@ -117,7 +117,7 @@ def stream_turn(agent, endpoint: ChoreEndpoint, turn: str, reply_timing: str, us
 
 def lone_call_seconds(samples: int) -> float:
     """Median seconds to the first text chunk of one raw streamed call through the default model's client."""
-    model = load_chat_model(Configuration())
+    model = load_chat_model(RunContext())
     times = []
     for _ in range(samples):
         started = time.perf_counter()

@@ -35,7 +35,7 @@ CHILD = """
 import json, sys, time
 from langchain_core.messages import HumanMessage
 from graph import build_graph, close_graph
-from graph.memory.list_reads import wait_for_whole_reads
+from graph.runtime import runtime_of
 user, where, run = sys.argv[1], sys.argv[2], sys.argv[3]
 agent = build_graph(database_url=where) if where.startswith("postgresql") else build_graph(where)
 config = {"configurable": {"thread_id": f"{user}-{run}", "user_id": user}}
@@ -45,7 +45,7 @@ for n in range(2):
     agent.invoke({"messages": [HumanMessage(f"%sBuy stamps (chore {run}.{n})")]}, config)
     turns.append({"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu})
     wall = time.perf_counter()
-    wait_for_whole_reads()  # what the turn left to the background, done before the person's next message
+    runtime_of(agent).reads.reader.wait()  # what the turn left to the background, done before the person's next message
     turns[-1]["background"] = time.perf_counter() - wall
 close_graph(agent)
 print(json.dumps(turns))

@@ -13,8 +13,8 @@ if TYPE_CHECKING:
     from graph.agent import build_graph, close_graph, create_builder, open_graph
     from graph.backends.model import ModelNotConfiguredError, ensure_model_configured, load_chat_model
     from graph.backends.storage import close_storage, default_data_dir, open_storage, open_store
-    from graph.configuration import Configuration
     from graph.memory.kinds import DEFAULT_MEMORY_KINDS, MemoryKind
+    from graph.run_context import RunContext
     from graph.settings import Settings, SettingsError, current_settings
 
 _EXPORTS = {
@@ -22,7 +22,7 @@ _EXPORTS = {
     "close_graph": "graph.agent",
     "create_builder": "graph.agent",
     "open_graph": "graph.agent",
-    "Configuration": "graph.configuration",
+    "RunContext": "graph.run_context",
     "DEFAULT_MEMORY_KINDS": "graph.memory.kinds",
     "MemoryKind": "graph.memory.kinds",
     "ModelNotConfiguredError": "graph.backends.model",
@@ -39,7 +39,7 @@ _EXPORTS = {
 
 __all__ = [
     "DEFAULT_MEMORY_KINDS",
-    "Configuration",
+    "RunContext",
     "MemoryKind",
     "ModelNotConfiguredError",
     "Settings",

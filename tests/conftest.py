@@ -36,6 +36,7 @@ SLOW_TESTS = {
     "real_models/": "runs llama-server and a real model (testing/llama_server.py)",
     "upstream/langgraph_store/test_upstream_postgres_store.py": "PostgreSQL, through the suite's own fixtures",
     "harness/test_aegra_venv.py": "runs stand-in interpreters",
+    "nodes/test_graph_runtime.py::test_nothing_runs_in_a_thread_after_import": "a fresh interpreter",
     "cli/test_cli.py::test_chat_process_saves_memory_and_the_next_run_continues_the_thread": "runs the CLI twice",
     "project/test_cold_start.py": "a fresh interpreter per entry point",
     "models/test_model_faults.py::test_faults_through_the_chat_process": "runs the CLI",

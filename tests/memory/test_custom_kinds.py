@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from rich.console import Console
 from typer.testing import CliRunner
 
-from graph import DEFAULT_MEMORY_KINDS, Configuration, MemoryKind, SettingsError, build_graph, close_graph
+from graph import DEFAULT_MEMORY_KINDS, MemoryKind, RunContext, SettingsError, build_graph, close_graph
 from graph.agent import compile_agent
 from graph.app.cli import app
 from graph.app.session import ChatSession
@@ -31,7 +31,7 @@ from graph.backends.storage import open_store
 from graph.memory import kinds as kinds_module
 from graph.memory.admin import export_memories, forget_user, import_memories
 from graph.memory.changes import list_history, undo_change
-from graph.memory.context import read_turn_memories
+from graph.memory.context import MemoryReads, read_turn_memories
 from graph.memory.kinds import COLLECTION_TOKENS, kind_named, load_memory_kinds
 from graph.memory.rendering import render_collection
 from graph.memory.store import namespace, read_kind
@@ -400,7 +400,7 @@ def test_a_collection_with_a_status_field_counts_its_closed_documents_apart(tmp_
             PutOp(namespace(HABIT, "u"), f"h{n}", {"name": f"Habit {n}", "status": "dropped" if n % 2 else "active"})
             for n in range(100)
         ])
-        settings = Configuration(user_id="u", collection_prompt_limit=10, collection_update_limit=5)
+        settings = RunContext(user_id="u", collection_prompt_limit=10, collection_update_limit=5)
         memories = read_turn_memories(store, settings, [HumanMessage("hello")], (*DEFAULT_MEMORY_KINDS, HABIT))
 
     shown = memories.prompt["habit"]
@@ -421,18 +421,19 @@ def test_a_turn_reads_only_the_documents_of_an_added_collection_that_changed(dat
         return rows
 
     monkeypatch.setattr(CollectionChangeLog, "read_memory_rows", counting)
-    settings = Configuration(user_id="u")
+    settings = RunContext(user_id="u")
     with open_store(**database) as reader, open_store(**database) as writer:
         add_contacts(writer, "u", 200)
         writer.put(namespace(HEALTH, "u"), HEALTH.key, {"allergies": ["peanuts"], "conditions": []})
-        read_turn_memories(reader, settings, [HumanMessage("hello")], KINDS)
-        read_turn_memories(reader, settings, [HumanMessage("hello")], KINDS)
+        reads = MemoryReads()
+        read_turn_memories(reader, settings, [HumanMessage("hello")], KINDS, reads)
+        read_turn_memories(reader, settings, [HumanMessage("hello")], KINDS, reads)
         writer.put(namespace(CONTACT, "u"), "okapi", {"name": "Okapi Keeper", "phone": None, "relation": None})
         writer.delete(namespace(CONTACT, "u"), "contact-00007")
-        memories = read_turn_memories(reader, settings, [HumanMessage("Call the Okapi Keeper")], KINDS)
+        memories = read_turn_memories(reader, settings, [HumanMessage("Call the Okapi Keeper")], KINDS, reads)
         forget_user(writer, InMemorySaver(), "u")
         logged = dict(query_rows(writer, database, f"SELECT prefix, count(*) FROM {collection_changes.TABLE} GROUP BY prefix"))
-        after_forget = read_turn_memories(reader, settings, [HumanMessage("hello")], KINDS)
+        after_forget = read_turn_memories(reader, settings, [HumanMessage("hello")], KINDS, reads)
 
     # After the forget, the read finds the count of forgotten users changed and reads every list again.
     assert [counts["contact"] for counts in fetched] == [200, 0, 2, 0, 0]
@@ -466,7 +467,7 @@ TONE = MemoryKind(name="tone", schema=Tone, collection=False, description="how t
 def system_prompt(kinds, user_id: str = "Lance", store=None) -> str:
     """The chat prompt of a turn that says hello, for `kinds`: its stable part and the context block with the memories."""
     store = store or InMemoryStore()
-    settings = Configuration(user_id=user_id)
+    settings = RunContext(user_id=user_id)
     memories = read_turn_memories(store, settings, [HumanMessage("hello")], kinds)
     return chat_system_prompt(settings, kinds) + "\n\n" + chat_context(memories, settings, kinds).content
 
@@ -513,7 +514,7 @@ def test_a_collection_of_large_documents_shows_the_most_relevant_that_fit_and_co
             for n in range(20)
         ])
         store.put(namespace(CONTACT, "u"), "zed", {"name": "Zed Okafor", "phone": None, "relation": long_note})
-        memories = read_turn_memories(store, Configuration(user_id="u"), [HumanMessage("Call Zed Okafor")], KINDS)
+        memories = read_turn_memories(store, RunContext(user_id="u"), [HumanMessage("Call Zed Okafor")], KINDS)
 
     section = render_collection(CONTACT, memories.prompt["contact"])
 

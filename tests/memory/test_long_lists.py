@@ -6,8 +6,8 @@ from langgraph.store.base import PutOp
 
 from graph import build_graph, close_graph
 from graph.backends.list_index import INDEX as LIST_INDEX
-from graph.memory.list_reads import wait_for_whole_reads
 from graph.memory.store import namespace
+from graph.runtime import runtime_of
 from testing.helpers import fill, todos, turn
 from testing.scripted_model import calls, existing_ids, patch, patch_where, remove_where, replace, route, say
 from testing.stored_names import TODO
@@ -69,7 +69,7 @@ def test_a_turn_reads_the_list_once_in_one_statement(tmp_path, model):
         for message in ("I did everything about the dentist, mark it all done.", "Thanks!"):
             statements.clear()
             turn(agent, message)
-            wait_for_whole_reads()
+            runtime_of(agent).reads.reader.wait()
             reads.append([s for s in statements if s.startswith(("SELECT '", "WITH stored"))])  # reads, not a write's check
     finally:
         agent.store.conn.set_trace_callback(None)

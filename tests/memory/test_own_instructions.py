@@ -7,7 +7,6 @@ Graph-level with the scripted model, on SQLite and PostgreSQL; `maistro chat` an
 
 import json
 import re
-from collections import OrderedDict
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -18,8 +17,8 @@ from graph.memory.changes import IrreversibleChangeError, list_history, undo_cha
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS, INSTRUCTIONS
 from graph.memory.own_words import PASTED_PARAGRAPH_TOKENS, split_message
 from graph.memory.store import namespace
-from graph.nodes import update
 from graph.nodes.update import MEMORY_UPDATE_EVENT
+from graph.runtime import runtime_of
 from graph.server.memory_page import PageError, read_memories, save_document
 from graph.settings import Settings, SettingsError
 from graph.text_tokens import count_text_tokens
@@ -191,13 +190,13 @@ def test_a_proposal_the_instructions_moved_past_is_not_saved_and_the_user_is_tol
     assert thread[-1].text == "Your instructions changed since."
 
 
-def test_a_confirmation_replayed_by_another_process_saves_once(vendors, model, monkeypatch):
+def test_a_confirmation_replayed_by_another_process_saves_once(vendors, model):
     agent = vendors
     code, _, _ = held_proposal(agent, model)
     model.add("task_maistro", route("instructions", content="Saved."), say("Saved."))
     streamed(agent, f"confirm {code}")
     before_update = next(s for s in agent.get_state_history(config()) if s.next == ("update_instructions",))
-    monkeypatch.setattr(update, "_routed_here", OrderedDict())  # the process that routed the confirmation died
+    runtime_of(agent).routed.clear()  # the process that routed the confirmation died
 
     replayed = agent.invoke(None, {"configurable": {**before_update.config["configurable"], "user_id": "Lance"}})
 

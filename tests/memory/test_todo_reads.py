@@ -18,9 +18,8 @@ from graph.backends.collection_changes import CollectionChangeLog
 from graph.backends.sqlite import DATABASE_FILE, connect
 from graph.backends.storage import open_store
 from graph.memory.admin import forget_user
-from graph.memory.context import select_collection
+from graph.memory.context import MemoryReads, select_collection
 from graph.memory.kinds import TODO as TODO_KIND
-from graph.memory.selection import LISTS
 from graph.memory.store import namespace
 from testing.helpers import chore, fill
 from testing.stored_names import TODO
@@ -43,8 +42,18 @@ def fetched(monkeypatch) -> list[int]:
     return counts
 
 
+# What a graph keeps of its reads, as one process reading the store again and again keeps it.
+READS = MemoryReads()
+
+
+@pytest.fixture(autouse=True)
+def fresh_reads():
+    """Each test starts as a fresh process."""
+    READS.clear()
+
+
 def tasks(store, query: str = "hello") -> set[str]:
-    selection = select_collection(TODO_KIND, store, "u", query, limit=30)
+    selection = select_collection(TODO_KIND, store, "u", query, limit=30, reads=READS)
     assert len(selection.items) + selection.hidden_open + selection.hidden_closed == total(store)
     return {item.value["task"] for item in selection.items}
 
@@ -226,7 +235,6 @@ def test_a_first_read_builds_the_items_of_only_what_the_turn_can_show(database, 
     with open_store(**database) as store:
         fill(store, "u", 1000)
         store.put(NS, "item-00042", chore("Brush the okapi"))
-        LISTS._lists.clear()  # as in a fresh process
         with monkeypatch.context() as patched:
             patched.setattr(Item, "__init__", counted)
             selection = select_collection(TODO_KIND, store, "u", "okapi", limit=30)

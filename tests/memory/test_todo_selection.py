@@ -7,9 +7,9 @@ from langgraph.store.base import Item
 from langgraph.store.memory import InMemoryStore
 
 from graph.backends.storage import open_store
-from graph.memory.context import select_collection
+from graph.memory.context import MemoryReads, select_collection
 from graph.memory.kinds import TODO as TODO_KIND
-from graph.memory.selection import LISTS, PreparedList, deadline_of, entry, stored_entry, terms, text_terms
+from graph.memory.selection import PreparedList, deadline_of, entry, stored_entry, terms, text_terms
 from graph.memory.store import namespace
 from graph.server.memory_page import open_first
 from graph.thread.tokens import count_tokens
@@ -87,20 +87,21 @@ def test_a_list_read_again_prepares_only_what_changed(tmp_path, monkeypatch):
     monkeypatch.setattr("graph.memory.list_reads.stored_entry", counted_entry)
     with open_store(tmp_path, "", "") as store:
         fill(store, "u", 200)
-        select_collection(TODO_KIND, store, "u", "hello", limit=30)
+        reads = MemoryReads()
+        select_collection(TODO_KIND, store, "u", "hello", limit=30, reads=reads)
         assert len(prepared) == 200
         prepared.clear()
 
-        assert "item-00042" not in [i.key for i in select_collection(TODO_KIND, store, "u", "okapi", limit=30).items]
+        assert "item-00042" not in [i.key for i in select_collection(TODO_KIND, store, "u", "okapi", limit=30, reads=reads).items]
         store.put(namespace(TODO, "u"), "item-00042", {"task": "Brush the okapi", "status": "not started",
                                                       "solutions": [], "deadline": None, "time_to_complete": 5})
         store.delete(namespace(TODO, "u"), "item-00007")
-        selection = select_collection(TODO_KIND, store, "u", "okapi", limit=30)
+        selection = select_collection(TODO_KIND, store, "u", "okapi", limit=30, reads=reads)
 
         assert prepared == ["item-00042"], "unchanged items are not split into terms again"
         assert "item-00042" in [item.key for item in selection.items]
         assert selection.hidden_open + selection.hidden_closed + len(selection.items) == 199
-        assert any(key[1:] == ("todo", "u") for key in LISTS._lists)
+        assert reads.lists.take(store, ("todo", "u")) is not None
 
 
 def test_the_memory_page_and_the_prompt_read_a_deadline_without_a_zone_alike(monkeypatch):

@@ -10,7 +10,7 @@ from graph.backends import call_mode
 from graph.backends.call_mode import endpoint_call_mode
 from graph.backends.json_calls import JsonCallModel
 from graph.backends.model import load_chat_model
-from graph.configuration import Configuration
+from graph.run_context import RunContext
 from graph.settings import SettingsError, current_settings
 from testing.helpers import profile_of, turn
 from testing.openai_stub import OpenAIStub, StubError, json_reply, text_reply, tool_calls_reply, tool_names
@@ -80,13 +80,13 @@ def test_the_factory_follows_the_setting(script, monkeypatch):
     script.keep("precheck", text_reply("ping"))
     with OpenAIStub(script, tool_calling=False) as stub:
         endpoint(monkeypatch, stub, "tools")
-        assert isinstance(load_chat_model(Configuration()), ChatOpenAI)
+        assert isinstance(load_chat_model(RunContext()), ChatOpenAI)
         monkeypatch.setenv("MAISTRO_CALL_MODE", "json")
-        assert isinstance(load_chat_model(Configuration()), JsonCallModel)
+        assert isinstance(load_chat_model(RunContext()), JsonCallModel)
         assert script.seen == []
         monkeypatch.setenv("MAISTRO_CALL_MODE", "auto")
-        model = load_chat_model(Configuration())
-        assert isinstance(model, JsonCallModel) and model is load_chat_model(Configuration())
+        model = load_chat_model(RunContext())
+        assert isinstance(model, JsonCallModel) and model is load_chat_model(RunContext())
         assert script.seen == ["precheck"]
 
 

@@ -4,7 +4,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langchain_openai import ChatOpenAI
 
-from graph import Configuration, ModelNotConfiguredError, build_graph, load_chat_model
+from graph import ModelNotConfiguredError, RunContext, build_graph, load_chat_model
 from graph.settings import DEFAULT_MODEL
 
 
@@ -23,7 +23,7 @@ def test_no_credentials_is_one_clear_sentence_and_keeps_the_message(tmp_path):
 
 def test_default_model_is_openai_at_temperature_zero(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    model = load_chat_model(Configuration())
+    model = load_chat_model(RunContext())
     assert isinstance(model, ChatOpenAI)
     assert (model.model_name, model.temperature) == (DEFAULT_MODEL, 0)
 
@@ -31,26 +31,26 @@ def test_default_model_is_openai_at_temperature_zero(monkeypatch):
 def test_model_from_env_and_per_run(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("MAISTRO_MODEL", "deepseek-chat")
-    assert load_chat_model(Configuration()).model_name == "deepseek-chat"
-    per_run = Configuration.from_runnable_config({"configurable": {"model": "qwen-plus"}})
+    assert load_chat_model(RunContext()).model_name == "deepseek-chat"
+    per_run = RunContext.from_runnable_config({"configurable": {"model": "qwen-plus"}})
     assert load_chat_model(per_run).model_name == "qwen-plus"
 
 
 def test_runs_with_the_same_settings_share_one_client(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    assert load_chat_model(Configuration(model="a")) is load_chat_model(Configuration(model="a"))
-    assert load_chat_model(Configuration(model="a")) is not load_chat_model(Configuration(model="b"))
+    assert load_chat_model(RunContext(model="a")) is load_chat_model(RunContext(model="a"))
+    assert load_chat_model(RunContext(model="a")) is not load_chat_model(RunContext(model="b"))
 
 
 def test_openai_compatible_endpoint_needs_no_key(monkeypatch):
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")
-    model = load_chat_model(Configuration(model="llama3.1"))
+    model = load_chat_model(RunContext(model="llama3.1"))
     assert str(model.root_client.base_url).startswith("http://127.0.0.1:11434/v1")
 
 
 def test_settings_come_from_configurable_with_defaults(monkeypatch):
     monkeypatch.setenv("MAISTRO_DEFAULT_USER", "me")
-    settings = Configuration.from_runnable_config(
+    settings = RunContext.from_runnable_config(
         {"configurable": {"user_id": "", "max_memory_rounds": 5, "timezone": "Asia/Shanghai", "unknown": 1}}
     )
     assert settings.resolved_user_id == "me"

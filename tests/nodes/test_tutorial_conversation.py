@@ -6,7 +6,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from graph.app.tutorial import LANCE, LOCAL_VENDORS, LOCK, SWIM, TOYOTA, end_of_november, tutorial_turns
-from graph.configuration import Configuration
+from graph.run_context import RunContext
 from testing.helpers import instructions_of, profile_of, todos, turn
 
 # What the update node answers the routing call with, by turn.
@@ -20,7 +20,7 @@ TOOL_ANSWERS = {
 
 @pytest.mark.parametrize("reply_timing", ["first", "after_updates"])
 def test_tutorial_conversation(agent, model, reply_timing):
-    turns = tutorial_turns(end_of_november(Configuration()), reply_timing)
+    turns = tutorial_turns(end_of_november(RunContext()), reply_timing)
     # Either way a memory turn ends with its reply (given first, it moves after the update's answer: no second
     # chat call).
     shape = [HumanMessage, AIMessage, ToolMessage, AIMessage]

@@ -4,10 +4,11 @@ import pytest
 
 from graph import build_graph, close_graph
 from graph.backends.model import load_chat_model
-from graph.configuration import Configuration
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS
 from graph.nodes import extraction
 from graph.nodes.update import extraction_options
+from graph.run_context import RunContext
+from graph.runtime import runtime_of
 
 
 def test_build_graph_builds_each_kinds_extractor_for_the_default_model(stub, tmp_path, monkeypatch) -> None:
@@ -18,9 +19,9 @@ def test_build_graph_builds_each_kinds_extractor_for_the_default_model(stub, tmp
             raise AssertionError("an extractor was built after build_graph")
 
         monkeypatch.setattr(extraction, "create_extractor", built_in_a_turn)
-        model = load_chat_model(Configuration())
+        model = load_chat_model(RunContext())
         for kind in DEFAULT_MEMORY_KINDS:
-            assert extraction.cached_extractor(model, kind.schema, **extraction_options(kind)) is not None
+            assert extraction.cached_extractor(runtime_of(agent).extractors, model, kind.schema, **extraction_options(kind)) is not None
     finally:
         close_graph(agent)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from graph import settings_table
-from graph.configuration import Configuration
+from graph.run_context import RunContext
 from graph.settings import Settings
 from testing.openai_stub import OpenAIStub, text_reply
 
@@ -88,14 +88,14 @@ def test_the_readme_stays_short():
 def test_the_configuration_tables_are_what_the_code_generates():
     page = (ROOT / "docs/operating/configuration.md").read_text(encoding="utf-8")
     assert settings_table.replaced(page) == page, (
-        "docs/operating/configuration.md differs from Settings / Configuration: run "
+        "docs/operating/configuration.md differs from Settings / RunContext: run "
         "`python -m graph.settings_table --write docs/operating/configuration.md`"
     )
 
 
 def test_every_setting_says_what_it_does():
     assert [info.alias for info in Settings.model_fields.values() if not info.description] == []
-    assert [name for name, field in Configuration.__dataclass_fields__.items() if not field.metadata.get("description")] == []
+    assert [name for name, field in RunContext.__dataclass_fields__.items() if not field.metadata.get("description")] == []
 
 
 def test_the_generator_writes_the_tables_between_the_markers(tmp_path):

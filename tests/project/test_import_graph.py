@@ -25,14 +25,15 @@ PACKAGES = (PACKAGE, "prompts", "schemas", "testing", "bench", "tests")
 # module's layer is that of the longest name listed that is the module or a package holding it.
 LAYERS = (
     ("prompts", "schemas"),
-    # Import nothing of the package: the operator's settings, the graph's state, plain-text token estimates.
-    (f"{PACKAGE}.settings", f"{PACKAGE}.state", f"{PACKAGE}.text_tokens"),
-    (f"{PACKAGE}.configuration",),
+    # Import nothing of the package: the operator's settings, the graph's state, plain-text token estimates, the
+    # bounded record the caches use.
+    (f"{PACKAGE}.settings", f"{PACKAGE}.state", f"{PACKAGE}.text_tokens", f"{PACKAGE}.recent"),
+    (f"{PACKAGE}.run_context",),
     (f"{PACKAGE}.memory",),  # long-term memory
     (f"{PACKAGE}.thread",),  # short-term memory
     (f"{PACKAGE}.backends",),  # storage and models
     (f"{PACKAGE}.durability",),
-    (f"{PACKAGE}.nodes",),
+    (f"{PACKAGE}.nodes", f"{PACKAGE}.runtime"),  # the nodes, and what one built graph hands them
     (f"{PACKAGE}.agent",),
     (PACKAGE,),  # the public names
     (f"{PACKAGE}.eval", f"{PACKAGE}.server"),

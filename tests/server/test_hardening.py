@@ -52,6 +52,12 @@ def test_token_settings_that_would_run_open_stop_the_server(tmp_path, variables,
     assert sentence in log
 
 
+def test_memory_kinds_the_server_cannot_load_stop_it_with_one_sentence(tmp_path):
+    variables = {"MAISTRO_DATA_DIR": str(tmp_path / "data"), "MAISTRO_MEMORY_KINDS": "nowhere_kinds:KINDS"}
+    log = refused_start(tmp_path, offline_environment(**variables))
+    assert "MAISTRO_MEMORY_KINDS='nowhere_kinds:KINDS' is invalid: the module nowhere_kinds cannot be imported" in log
+
+
 def test_an_open_server_says_so_when_it_starts(tmp_path):
     with langgraph_dev(tmp_path, offline_environment(MAISTRO_DATA_DIR=str(tmp_path / "data"))) as url:
         assert get_sync_client(url=url).threads.create()["thread_id"]

@@ -80,7 +80,7 @@ def test_the_agent_is_one_tool_that_says_what_it_does(server):
     (tool,) = with_mcp(server, TOKENS[ALICE], use)
 
     described = json.loads((ROOT / "langgraph.json").read_text())["graphs"][GRAPH_ID]["description"]
-    assert tool.name == AGENT_NAME == "todo_memory_agent"
+    assert tool.name == AGENT_NAME == GRAPH_ID == "task_maistro"
     assert tool.description == described and "ToDo list" in described and "profile" in described
     assert tool.input_schema["properties"].keys() == {"messages"}, "no internal state fields (summary, remaining_steps)"
     assert tool.input_schema["required"] == ["messages"]

@@ -19,8 +19,8 @@ import pytest
 from langgraph_sdk import Auth, get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from graph.configuration import Configuration
 from graph.memory.store import UNINDEXED, user_label
+from graph.run_context import RunContext
 from graph.server import auth as server_auth
 from graph.server.limits import MAX_STORE_VALUE_BYTES
 from graph.settings import Settings
@@ -170,7 +170,7 @@ def test_the_authenticated_user_wins_over_any_client_user_id(monkeypatch):
     monkeypatch.setenv("MAISTRO_DEFAULT_USER", "fallback")
 
     def resolved(**configurable) -> str:
-        return Configuration.from_runnable_config({"configurable": configurable}).resolved_user_id
+        return RunContext.from_runnable_config({"configurable": configurable}).resolved_user_id
 
     def caller(identity: str) -> dict:
         return {"langgraph_auth_user": {"identity": identity}}

@@ -6,17 +6,17 @@ from langchain_core.messages import HumanMessage
 
 from graph import build_graph, close_graph
 from graph.backends.model import ModelCallLimitError
-from graph.configuration import AUTH_USER_KEY, Configuration
 from graph.memory.kinds import TODO
 from graph.memory.store import namespace
+from graph.run_context import AUTH_USER_KEY, RunContext
 from testing.helpers import config, todos
 from testing.scripted_model import calls, route, say, todo
 
 GREEDY = {"model": "o1-pro", "role": "Leak.", "max_memory_rounds": 100, "collection_prompt_limit": 10**6, "timezone": "Asia/Tokyo"}
 
 
-def settings(**configurable) -> Configuration:
-    return Configuration.from_runnable_config({"configurable": configurable})
+def settings(**configurable) -> RunContext:
+    return RunContext.from_runnable_config({"configurable": configurable})
 
 
 def test_with_auth_a_client_sets_only_the_time_zone(monkeypatch):
@@ -24,7 +24,7 @@ def test_with_auth_a_client_sets_only_the_time_zone(monkeypatch):
     chosen = settings(**GREEDY, **{AUTH_USER_KEY: {"identity": "alice"}})
     assert (chosen.model, chosen.role, chosen.max_memory_rounds, chosen.collection_prompt_limit) == (
         "operator-model",
-        Configuration().role,
+        RunContext().role,
         3,
         30,
     )
@@ -35,18 +35,18 @@ def test_numbers_are_clamped_for_every_client():
     chosen = settings(**GREEDY)
     assert (chosen.model, chosen.max_memory_rounds, chosen.collection_prompt_limit) == ("o1-pro", 5, 100)
     assert settings(max_memory_rounds=-3, collection_update_limit="many").max_memory_rounds == 0
-    assert settings(collection_update_limit="many").collection_update_limit == Configuration().collection_update_limit
+    assert settings(collection_update_limit="many").collection_update_limit == RunContext().collection_update_limit
 
 
 def test_the_limits_former_names_still_set_them_and_the_current_names_win():
     former = settings(todo_prompt_limit=7, todo_update_limit=10**6)
     assert (former.collection_prompt_limit, former.collection_update_limit) == (7, 50)
-    both = Configuration.from_runnable_config(
+    both = RunContext.from_runnable_config(
         {"configurable": {"todo_prompt_limit": 7, "collection_prompt_limit": 9}}, context={"todo_update_limit": 4}
     )
     assert (both.collection_prompt_limit, both.collection_update_limit) == (9, 4)
     assert settings(todo_prompt_limit=7, **{AUTH_USER_KEY: {"identity": "alice"}}).collection_prompt_limit == 30
-    assert Configuration(todo_update_limit=4).collection_update_limit == 4
+    assert RunContext(todo_update_limit=4).collection_update_limit == 4
 
 
 def test_a_run_context_with_a_former_limit_name_bounds_the_prompt(model, tmp_path):

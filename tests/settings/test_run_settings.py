@@ -4,8 +4,8 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.runtime import RunControl
 
-from graph import Configuration
-from graph.configuration import AUTH_USER_KEY
+from graph import RunContext
+from graph.run_context import AUTH_USER_KEY
 from testing.helpers import todos, turn
 from testing.scripted_model import calls, profile, route, say, todo
 
@@ -16,13 +16,13 @@ DENTIST = "Book a dentist appointment"
 def parses(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
     """The configs the settings parser was called with during the test."""
     seen: list[dict] = []
-    parse = Configuration.from_runnable_config.__func__
+    parse = RunContext.from_runnable_config.__func__
 
     def counted(cls, config=None, *args, **kwargs):
         seen.append(config)
         return parse(cls, config, *args, **kwargs)
 
-    monkeypatch.setattr(Configuration, "from_runnable_config", classmethod(counted))
+    monkeypatch.setattr(RunContext, "from_runnable_config", classmethod(counted))
     return seen
 
 
@@ -81,7 +81,7 @@ def test_context_sets_the_run_as_configurable_does(agent, model):
     agent.invoke(
         {"messages": [HumanMessage("And renew my passport.")]},
         {"configurable": {"thread_id": "grace"}},
-        context=Configuration(user_id="Grace"),
+        context=RunContext(user_id="Grace"),
     )
     script_memory_turn(model, "Water the plants")
     turn(agent, "Water the plants, please.")
@@ -92,25 +92,25 @@ def test_context_sets_the_run_as_configurable_does(agent, model):
 
 
 def test_context_wins_over_configurable_and_is_checked_the_same_way():
-    settings = Configuration.from_runnable_config(
+    settings = RunContext.from_runnable_config(
         {"configurable": {"user_id": "Lance", "max_memory_rounds": 2, "role": "A butler."}},
         {"user_id": "Ada", "max_memory_rounds": 99, "unknown": 1},
     )
     assert (settings.resolved_user_id, settings.max_memory_rounds, settings.role) == ("Ada", 5, "A butler.")
 
     with pytest.raises(ValueError, match="^timezone 'Mars/Base' is not a known IANA time zone"):
-        Configuration.from_runnable_config({"configurable": {}}, Configuration(timezone="Mars/Base"))
+        RunContext.from_runnable_config({"configurable": {}}, RunContext(timezone="Mars/Base"))
 
 
 def test_with_auth_on_a_context_cannot_name_the_user_or_the_operators_settings():
-    settings = Configuration.from_runnable_config(
+    settings = RunContext.from_runnable_config(
         {"configurable": {AUTH_USER_KEY: {"identity": "alice"}}},
         {"user_id": "mallory", "model": "gpt-expensive", "max_memory_rounds": 5, "timezone": "Asia/Shanghai"},
     )
-    defaults = Configuration()
+    defaults = RunContext()
     assert settings.resolved_user_id == "alice"
     assert (settings.model, settings.max_memory_rounds) == (defaults.model, defaults.max_memory_rounds)
     assert settings.timezone == "Asia/Shanghai"
 
-    settings = Configuration.from_runnable_config({"configurable": {}}, {AUTH_USER_KEY: {"identity": "alice"}})
+    settings = RunContext.from_runnable_config({"configurable": {}}, {AUTH_USER_KEY: {"identity": "alice"}})
     assert settings.resolved_user_id == defaults.resolved_user_id, "only the server's configurable names the user"

@@ -8,6 +8,7 @@ import threading
 from contextlib import ExitStack
 
 import psycopg
+import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.postgres import PostgresStore
 from langgraph.store.sqlite import SqliteStore
@@ -15,7 +16,7 @@ from langgraph.store.sqlite import SqliteStore
 from graph.backends.sqlite import DATABASE_FILE, connect
 from graph.backends.storage import open_store
 from graph.memory import admin
-from graph.memory.context import select_collection
+from graph.memory.context import MemoryReads, select_collection
 from graph.memory.kinds import TODO as TODO_KIND
 from graph.memory.store import namespace
 from testing import postgres_server
@@ -25,9 +26,19 @@ from testing.stored_names import TODO
 NS = namespace(TODO, "u")
 
 
+# What a graph keeps of its reads, as one process reading the store again and again keeps it.
+READS = MemoryReads()
+
+
+@pytest.fixture(autouse=True)
+def fresh_reads():
+    """Each test starts as a fresh process."""
+    READS.clear()
+
+
 def agent_view(store) -> set[str]:
     """The tasks the agent's reader shows (through the change log), checked against what the store holds."""
-    shown = {item.value["task"] for item in select_collection(TODO_KIND, store, "u", "hello", limit=1000).items}
+    shown = {item.value["task"] for item in select_collection(TODO_KIND, store, "u", "hello", limit=1000, reads=READS).items}
     stored = {item.value["task"] for item in store.search(NS, limit=100_000)}
     assert shown == stored, f"the agent shows {sorted(shown ^ stored)} unlike the store"
     return shown
@@ -101,7 +112,7 @@ def test_forgets_while_another_process_keeps_writing_leave_the_log_whole(databas
         thread.start()
         started.wait()
         for _ in range(5):
-            select_collection(TODO_KIND, reader, "u", "hello", limit=1000)  # while writes go on, the store moves on after any read
+            select_collection(TODO_KIND, reader, "u", "hello", limit=1000, reads=READS)  # while writes go on, the store moves on after any read
             admin.forget_user(forgetter, InMemorySaver(), "u")
         thread.join()
         agent_view(reader)  # the agent shows exactly what the store holds

@@ -24,12 +24,12 @@ from graph import MemoryKind
 from graph.backends.list_index import INDEX
 from graph.backends.sqlite import DATABASE_FILE
 from graph.backends.storage import close_storage, open_storage, open_store
-from graph.configuration import Configuration
 from graph.memory import list_reads
-from graph.memory.context import read_turn_memories
+from graph.memory.context import MemoryReads, read_turn_memories
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS, TODO
-from graph.memory.selection import _LITERAL, LISTS, superset_pattern
+from graph.memory.selection import _LITERAL, ListCache, superset_pattern
 from graph.memory.store import namespace
+from graph.run_context import RunContext
 from testing.helpers import fill
 
 
@@ -88,18 +88,17 @@ def errand(rng: random.Random, n: int) -> dict:
     }
 
 
-def selected(store, kind: MemoryKind, query: str, limit: int):
-    """The selection of the user's list of `kind` a turn whose user says `query` shows, read afresh."""
-    LISTS._lists.clear()
-    settings = Configuration(user_id="u", collection_prompt_limit=limit, collection_update_limit=limit)
-    return read_turn_memories(store, settings, [HumanMessage(query)], (kind,)).prompt[kind.name]
+def selected(store, kind: MemoryKind, query: str, limit: int, reads: MemoryReads | None = None):
+    """The selection of the user's list of `kind` a turn whose user says `query` shows, read afresh (keeping what a
+    process keeps in `reads`)."""
+    settings = RunContext(user_id="u", collection_prompt_limit=limit, collection_update_limit=limit)
+    return read_turn_memories(store, settings, [HumanMessage(query)], (kind,), reads).prompt[kind.name]
 
 
 def both_ways(store, kind: MemoryKind, query: str, limit: int, monkeypatch) -> tuple:
     """The selection read by the head (HEAD_FROM 1) and read whole (HEAD_FROM beyond any list)."""
     monkeypatch.setattr(list_reads, "HEAD_FROM", 1)
     by_head = selected(store, kind, query, limit)
-    list_reads.settle_reads_of(store)
     monkeypatch.setattr(list_reads, "HEAD_FROM", sys.maxsize)
     whole = selected(store, kind, query, limit)
     return by_head, whole
@@ -213,16 +212,18 @@ def test_every_writer_of_the_database_keeps_the_index(database, monkeypatch):
             assert store.read_list_head("u", TODO, [], 4, 24, least=1).total == 31
 
 
-def test_closing_the_store_waits_for_a_background_read(tmp_path):
-    """A list wanted whole, read in the background as the store closes: the store closes after the read, which
-    keeps the list; nothing fails."""
+def test_closing_the_reader_waits_for_a_background_read(tmp_path):
+    """A list wanted whole, read in the background as the graph closes: its reader closes after the read, which
+    keeps the list, and the store closes after it (`close_graph`); nothing fails."""
     _, store = open_storage(tmp_path, "", "", checkpointer=False)
     store.describe_lists(KINDS)
     fill(store, "u", 3000)
-    list_reads.read_whole_later(store, store, TODO, "u")
-    list_reads.read_wanted_lists()
+    reader = list_reads.ListReader(ListCache())
+    reader.read_later(store, store, TODO, "u")
+    reader.start()
+    reader.close()
     close_storage(None, store)
-    assert LISTS.take(store, (TODO.name, "u")) is not None
+    assert reader.lists.take(store, (TODO.name, "u")) is not None
 
 
 def test_a_pattern_keeps_only_characters_no_other_character_lowers_to():
@@ -249,13 +250,14 @@ def test_a_truncated_store_table_is_indexed_again_when_the_change_log_finds_it(f
     with open_store(data_dir=None, database_url=fresh_database, embeddings="") as store:
         store.describe_lists(KINDS)
         fill(store, "u", 40)
-        selected(store, TODO, "batch", 6)
+        reads = MemoryReads()
+        selected(store, TODO, "batch", 6, reads)
         with psycopg.connect(fresh_database, autocommit=True) as conn:
             conn.execute("TRUNCATE store")
         fill(store, "u", 10)
         assert store.read_list_head("u", TODO, ["batch"], 4, 24, least=1) is None
-        settings = Configuration(user_id="u", collection_prompt_limit=6, collection_update_limit=6)
-        read = read_turn_memories(store, settings, [HumanMessage("batch")], (TODO,))  # the process held the list
+        settings = RunContext(user_id="u", collection_prompt_limit=6, collection_update_limit=6)
+        read = read_turn_memories(store, settings, [HumanMessage("batch")], (TODO,), reads)  # the process held the list
         assert read.prompt[TODO.name].hidden_open == 4
         assert store.read_list_head("u", TODO, ["batch"], 4, 24, least=1).total == 10
 

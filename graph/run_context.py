@@ -1,18 +1,18 @@
-"""Per-run settings of the agent: sent as LangGraph's run `context=` or, as in the tutorial, in `config["configurable"]`.
+"""A run's context: what a user may adjust per run, sent as LangGraph's run `context=` or, as in the tutorial, in
+`config["configurable"]`, within the operator's bounds. (The operator's environment is `graph.settings.Settings`.)
 
-`RunSettings.of` resolves a run's settings and thread id once per run; every node takes them from there.
+`ResolvedRun.of` resolves a run's context and thread id once per run; every node takes them from there.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import MISSING, Field, InitVar, dataclass, field, fields
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from graph.recent import Recent
 from graph.settings import REPLY_TIMINGS, current_settings
 
 if TYPE_CHECKING:
@@ -30,8 +30,9 @@ FORMER_NAMES = {"todo_prompt_limit": "collection_prompt_limit", "todo_update_lim
 
 
 @dataclass(kw_only=True)
-class Configuration:
-    """Settings a run may override through `config["configurable"]` (shown in LangGraph Studio)."""
+class RunContext:
+    """What a run may adjust, sent as `context=` or in `config["configurable"]` (shown in LangGraph Studio); the
+    operator bounds it (`graph.settings.Settings` is the operator's environment)."""
 
     user_id: str = field(
         default="",
@@ -111,11 +112,11 @@ class Configuration:
                 setattr(self, current, value)
 
     @classmethod
-    def from_runnable_config(cls, config: RunnableConfig | None = None, context: Any = None) -> Configuration:
+    def from_runnable_config(cls, config: RunnableConfig | None = None, context: Any = None) -> RunContext:
         """Build the settings from a run's config and its LangGraph `context`, ignoring unknown and empty values.
 
-        A value in `context` (a `Configuration` or a mapping) wins over the same one in `configurable`; a
-        `Configuration`'s fields left at their defaults count as not sent. On an API server with auth on, the
+        A value in `context` (a `RunContext` or a mapping) wins over the same one in `configurable`; a
+        `RunContext`'s fields left at their defaults count as not sent. On an API server with auth on, the
         user is the authenticated one (the identity of `langgraph_auth_user` in `configurable`, which the server
         sets over any client value; never taken from `context`), whatever `user_id` the client sent, and a
         client may set only `CLIENT_SETTINGS`, in either place: the rest are the operator's. Numbers are
@@ -147,7 +148,7 @@ class Configuration:
         return f"{now.isoformat(timespec='minutes')} ({now:%A}, {now.tzname()})"
 
 
-_FIELDS = {setting.name: setting for setting in fields(Configuration)}
+_FIELDS = {setting.name: setting for setting in fields(RunContext)}
 
 
 def _identity(user: Any) -> str:
@@ -157,7 +158,7 @@ def _identity(user: Any) -> str:
 
 
 def _default(setting: Field) -> Any:
-    """The value a `Configuration` field takes when none is given."""
+    """The value a `RunContext` field takes when none is given."""
     return setting.default_factory() if setting.default is MISSING else setting.default
 
 
@@ -169,49 +170,53 @@ def _current_names(sent: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _sent_in_context(context: Any) -> dict[str, Any]:
-    """The settings a run's `context` carries: a mapping's setting entries, or a `Configuration`'s non-default fields.
+    """The settings a run's `context` carries: a mapping's setting entries, or a `RunContext`'s non-default fields.
 
     Only setting names are taken, so the context can never name the authenticated user (`AUTH_USER_KEY`).
     """
-    names = {setting.name for setting in fields(Configuration)} | set(FORMER_NAMES)
+    names = {setting.name for setting in fields(RunContext)} | set(FORMER_NAMES)
     if isinstance(context, Mapping):
         return {name: value for name, value in context.items() if name in names}
-    if isinstance(context, Configuration):
+    if isinstance(context, RunContext):
         return {
             setting.name: value
-            for setting in fields(Configuration)
+            for setting in fields(RunContext)
             if (value := getattr(context, setting.name)) != _default(setting)
         }
     return {}
 
 
 # The configurable keys a run's settings and ids are resolved from.
-RUN_KEYS = (*(setting.name for setting in fields(Configuration)), *FORMER_NAMES, AUTH_USER_KEY, "thread_id")
-# How many runs' resolved settings are kept (a run normally finishes long before this many others start).
+RUN_KEYS = (*(setting.name for setting in fields(RunContext)), *FORMER_NAMES, AUTH_USER_KEY, "thread_id")
+# How many runs' resolved settings a graph keeps (a run normally finishes long before this many others start).
 RUNS_KEPT = 1024
-_resolved: OrderedDict[int, tuple[RunControl, tuple, RunSettings]] = OrderedDict()
-_resolved_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
-class RunSettings:
-    """A run's settings and thread id, resolved once per run by `RunSettings.of`."""
+class ResolvedRun:
+    """A run's context and thread id, resolved once per run by `ResolvedRun.of`."""
 
-    settings: Configuration
+    context: RunContext
     thread_id: str
 
     @property
     def user_id(self) -> str:
-        """The user the run acts for (see `Configuration.resolved_user_id`)."""
-        return self.settings.resolved_user_id
+        """The user the run acts for (see `RunContext.resolved_user_id`)."""
+        return self.context.resolved_user_id
 
     @classmethod
-    def of(cls, config: RunnableConfig | None, runtime: Runtime | None = None) -> RunSettings:
-        """The settings of the run a node belongs to, parsed on the run's first call and then reused.
+    def of(
+        cls,
+        config: RunnableConfig | None,
+        runtime: Runtime | None = None,
+        kept: Recent[RunControl, tuple[tuple, ResolvedRun]] | None = None,
+    ) -> ResolvedRun:
+        """The context of the run a node belongs to, parsed on the run's first call and then reused from `kept`
+        (the graph's record of its runs, `graph.runtime.GraphRuntime.runs`).
 
         They come from `runtime.context` (what a caller passed as `context=`) and `config["configurable"]`
         (the tutorial's way, and where an API server puts the authenticated user), by the rules of
-        `Configuration.from_runnable_config`. A run is known by its `RunControl`, which LangGraph makes once
+        `RunContext.from_runnable_config`. A run is known by its `RunControl`, which LangGraph makes once
         per run and shares with every node; a run that passes the same control with other values is
         resolved anew.
         """
@@ -219,17 +224,12 @@ class RunSettings:
         context = runtime.context if runtime is not None else None
         control = runtime.control if runtime is not None else None
         inputs = (context, tuple(configurable.get(key) for key in RUN_KEYS))
-        with _resolved_lock:
-            kept = _resolved.get(id(control)) if control is not None else None
-        if kept is not None and kept[0] is control and kept[1] == inputs:
-            return kept[2]
-        resolved = cls(Configuration.from_runnable_config(config, context), str(configurable.get("thread_id", "")))
-        if control is not None:
-            with _resolved_lock:
-                _resolved[id(control)] = (control, inputs, resolved)
-                _resolved.move_to_end(id(control))
-                while len(_resolved) > RUNS_KEPT:
-                    _resolved.popitem(last=False)
+        known = kept.get(control) if kept is not None and control is not None else None
+        if known is not None and known[0] == inputs:
+            return known[1]
+        resolved = cls(RunContext.from_runnable_config(config, context), str(configurable.get("thread_id", "")))
+        if kept is not None and control is not None:
+            kept.put(control, (inputs, resolved))
         return resolved
 
 
