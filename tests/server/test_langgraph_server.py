@@ -32,7 +32,7 @@ from graph.app.tutorial import (
     TOYOTA_SOLUTIONS,
     todo_item,
 )
-from graph.run_context import RunContext
+from graph.run_context import FORMER_NAMES, RunContext
 from testing.langgraph_server import (
     GRAPH_ID,
     ROOT,
@@ -159,7 +159,7 @@ def test_server_starts_without_key_or_env_file_and_a_run_says_what_to_set(tmp_pa
 def test_studio_shows_every_setting_with_its_description(client):
     (assistant,) = client.assistants.search(graph_id=GRAPH_ID, metadata={"created_by": "system"})
     schemas = client.assistants.get_schemas(assistant["assistant_id"])
-    settings = [f.name for f in fields(RunContext)]
+    settings = [f.name for f in fields(RunContext)] + list(FORMER_NAMES)  # the limits' former names, still taken
     for kind in ("config_schema", "context_schema"):
         properties = schemas[kind]["properties"]
         assert list(properties) == settings, kind
@@ -202,7 +202,8 @@ def test_second_thread_recalls_the_memories_but_not_the_messages(tutorial, clien
     turn = play(client, thread_id, MESSAGES["recall"], config=LANCE_RUN)
 
     sent = stub.requests[-1]
-    assert kind_of(sent) == "chat" and [m["role"] for m in sent["messages"]] == ["system", "user"]
+    # The stable system prompt, then the context block with the memories, right before the message.
+    assert kind_of(sent) == "chat" and [m["role"] for m in sent["messages"]] == ["system", "system", "user"]
     assert all(text in system_text(sent) for text in (SWIM, LOCK, TOYOTA, "San Francisco", LOCAL_VENDORS))
     assert [m["type"] for m in turn.messages] == ["human", "ai"]
     assert script.remaining() == {}
