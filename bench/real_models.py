@@ -3,7 +3,7 @@
 `python -m bench.real_models [--model NAME|all] [--mode tools|json|all] [--cases PATTERN|all] [--json FILE]
 [--temperature T] [--reply-timing first|after_updates] [--todo-update-limit N] [--n-predict N] [--time-budget S]`
 
-For each packaged model (tests/support/llama_server.py: SmolLM2-135M-Instruct, Gemma 3 270M) and each call mode
+For each packaged model (testing/llama_server.py: SmolLM2-135M-Instruct, Gemma 3 270M) and each call mode
 (`MAISTRO_CALL_MODE`: `tools`, the model's native tool calls; `json`, routing and extraction as schema-constrained
 JSON), it starts `llama-server` on a free loopback port and plays eval cases (graph/eval/) through this agent's
 graph on a throwaway SQLite store and the real `ChatOpenAI` client, one turn at a time as `maistro eval` does
@@ -65,8 +65,8 @@ from graph.eval.runner import (
 )
 from graph.eval.scoring import score_case
 from graph.thread.turn_markers import first_marker
-from tests.support.llama_server import MODELS, LlamaServer, PackagedModel, prepare
-from tests.support.thread_checks import doubled_todos, unanswered_calls
+from testing.llama_server import MODELS, LlamaServer, PackagedModel, prepare
+from testing.thread_checks import doubled_todos, unanswered_calls
 
 MODES = ("tools", "json")
 # One case of each category: the shortest that still exercises it.
@@ -363,7 +363,7 @@ def run_model(model: PackagedModel, mode: str, cases: Sequence[Case], arguments:
         "MAISTRO_REPLY_TIMING": arguments.reply_timing,
         "MAISTRO_MODEL_TIMEOUT": str(MODEL_TIMEOUT_SECONDS),
     }
-    run_config = {"timezone": "UTC", **({"todo_update_limit": arguments.todo_update_limit} if arguments.todo_update_limit else {})}
+    run_config = {"timezone": "UTC", **({"collection_update_limit": arguments.todo_update_limit} if arguments.todo_update_limit else {})}
     census = Census(json_mode=mode == "json")
     with LlamaServer(binary, files[0], n_predict=arguments.n_predict) as server, environment(**variables):
         # As graph.eval.endpoint.Endpoint.client builds it, with the census's HTTP client.

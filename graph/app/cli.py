@@ -87,9 +87,9 @@ def _storage_errors(data_dir: Path | None) -> Iterator[None]:
 
 
 def _user(user: str | None) -> str:
-    from graph.configuration import Configuration
+    from graph.run_context import RunContext
 
-    return check_user_id(Configuration(user_id=user or "").resolved_user_id)
+    return check_user_id(RunContext(user_id=user or "").resolved_user_id)
 
 
 @contextmanager
@@ -133,8 +133,8 @@ def chat(
     from graph.app.terminal import line_reader, run_chat, terminal_reader
     from graph.backends.model import NO_MODEL_MESSAGE, ModelNotConfiguredError, ensure_model_configured
     from graph.backends.thread_locks import open_thread_locks
-    from graph.configuration import Configuration
     from graph.memory.admin import last_thread
+    from graph.run_context import RunContext
 
     if retries < 0:
         _fail("--retries must be 0 or more.")
@@ -159,7 +159,7 @@ def chat(
         if interactive:
             state = "continuing thread" if graph.checkpointer.get_tuple(session.config) else "new thread"
             console.print(
-                f"task-maistro · user {user_id} · model {model or Configuration().model} · {state} "
+                f"task-maistro · user {user_id} · model {model or RunContext().model} · {state} "
                 f"{session.thread_id} · /help lists the commands",
                 markup=False,
                 style="dim",
@@ -187,16 +187,17 @@ def _leave_now(code: int) -> NoReturn:
 
 
 def _show(kind: "MemoryKind", user: str | None, as_json: bool, data_dir: Path | None) -> None:
-    from rich.console import Console
-
-    from graph.app.tables import memory_view
-    from graph.memory.admin import export_memories
-
     user_id = _user(user)
     with _store(data_dir) as store:
         if as_json:
-            typer.echo(json.dumps(export_memories(store, user_id)[kind.name], ensure_ascii=False, indent=2))
+            from graph.memory.admin import export_memories  # with the redaction rules: only for JSON
+
+            typer.echo(json.dumps(export_memories(store, user_id, [kind])[kind.name], ensure_ascii=False, indent=2))
         else:
+            from rich.console import Console
+
+            from graph.app.tables import memory_view
+
             Console().print(memory_view(store, kind, user_id))
 
 
@@ -214,20 +215,20 @@ def _show_named(name: str, user: str | None, as_json: bool, data_dir: Path | Non
 
 @app.command()
 def todos(user: UserOption = None, as_json: JsonOption = False, data_dir: DataDirOption = None) -> None:
-    """Show the ToDo list: task, status, deadline, time to complete, solutions."""
-    _show_named("todo", user, as_json, data_dir)
+    """Show the ToDo list: task, status, deadline, time to complete, solutions (`show todo`)."""
+    show("todo", user, as_json, data_dir)
 
 
 @app.command()
 def profile(user: UserOption = None, as_json: JsonOption = False, data_dir: DataDirOption = None) -> None:
-    """Show the profile: name, location, job, connections, interests."""
-    _show_named("profile", user, as_json, data_dir)
+    """Show the profile: name, location, job, connections, interests (`show profile`)."""
+    show("profile", user, as_json, data_dir)
 
 
 @app.command()
 def instructions(user: UserOption = None, as_json: JsonOption = False, data_dir: DataDirOption = None) -> None:
-    """Show the instructions for writing ToDos."""
-    _show_named("instructions", user, as_json, data_dir)
+    """Show the instructions for writing ToDos (`show instructions`)."""
+    show("instructions", user, as_json, data_dir)
 
 
 @app.command()
@@ -251,10 +252,10 @@ def export(
     from graph.memory.admin import export_memories, undeclared_sections
     from graph.memory.kinds import configured_kinds
 
-    user_id = _user(user)
+    user_id, kinds = _user(user), configured_kinds()
     with _store(data_dir) as store:
-        exported = export_memories(store, user_id)
-    for name in undeclared_sections(exported, configured_kinds()):
+        exported = export_memories(store, user_id, kinds)
+    for name in undeclared_sections(exported, kinds):
         typer.echo(f"Warning: {user_id} has memories of a kind not declared, {name!r}; "
                    f"they are exported as stored ({_count(len(exported[name]), 'document', 'documents')}).", err=True)
     chunks = json.JSONEncoder(ensure_ascii=False, indent=2).iterencode(exported)  # written as encoded, not joined
@@ -282,16 +283,16 @@ def import_(
     from graph.memory.export_file import read_export
     from graph.memory.kinds import configured_kinds
 
-    user_id = _user(user)
+    user_id, kinds = _user(user), configured_kinds()
     try:
         data = read_export(file)
         with _store(data_dir, index=True) as store:
-            counts = import_memories(store, user_id, data)
+            counts = import_memories(store, user_id, data, kinds)
     except InvalidExportError as error:
         _fail(f"Cannot import {file}: {error}.")
     summary = ", ".join(f"{count} {kind}" for kind, count in counts.items())
     typer.echo(f"Imported into {user_id}: {summary}.")
-    for name in undeclared_sections(counts, configured_kinds()):
+    for name in undeclared_sections(counts, kinds):
         typer.echo(f"Warning: {name!r} is not a declared memory kind; its documents were stored as they are.", err=True)
 
 
@@ -340,8 +341,9 @@ def forget(
 def history(
     user: UserOption = None,
     limit: Annotated[
-        int, typer.Option("--limit", "-n", min=1, help="Show the newest N changes (oldest of them first).")
-    ] = HISTORY_LIMIT,
+        int | None,
+        typer.Option("--limit", "-n", min=1, help=f"Show the newest N changes (oldest of them first; default {HISTORY_LIMIT})."),
+    ] = None,
     every: Annotated[bool, typer.Option("--all", help="Show every change, however many.")] = False,
     as_json: JsonOption = False,
     data_dir: DataDirOption = None,
@@ -353,9 +355,11 @@ def history(
     from graph.memory.history import history_page
     from graph.memory.kinds import configured_kinds
 
+    if every and limit is not None:
+        _fail(f"--all shows every change and --limit {limit} the newest {limit}: pass one of them, not both.")
     user_id = _user(user)
     with _store(data_dir) as store:
-        page = history_page(store, user_id, None if every else limit)
+        page = history_page(store, user_id, None if every else limit or HISTORY_LIMIT)
     entries = page.entries[::-1]
     if as_json:  # shaped like the "history" section of `maistro export`: store key (the change id) → entry
         typer.echo(json.dumps({entry["id"]: entry for entry in entries}, ensure_ascii=False, indent=2))
@@ -373,16 +377,33 @@ def undo(
     user: UserOption = None,
     data_dir: DataDirOption = None,
 ) -> None:
-    """Revert a change to a user's memories (the last one by default); an undo can be undone too."""
-    from graph.app.tables import undo_summary
+    """Revert a change to a user's memories (the last one by default, else the one whose id starts with at least
+    4 given characters), naming the change it reverted and when it was made; an undo can be undone too."""
+    from graph.app.tables import change_summary, undo_summary
     from graph.memory.changes import IrreversibleChangeError, UnknownChangeError, undo_change
-    from graph.memory.history import AmbiguousChangeError, PrunedChangeError
+    from graph.memory.history import (
+        MIN_CHANGE_PREFIX,
+        AmbiguousChangeError,
+        PrunedChangeError,
+        ShortChangeIdError,
+        find_change,
+        latest_change,
+    )
     from graph.memory.kinds import configured_kinds
 
     user_id = _user(user)
+    kinds = configured_kinds()
     with _store(data_dir, index=True) as store:
         try:
-            entry = undo_change(store, user_id, change)
+            target = find_change(store, user_id, change) if change else latest_change(store, user_id)
+            if target is None:
+                raise UnknownChangeError("the history is empty")
+            entry = undo_change(store, user_id, target["id"], kinds)
+        except ShortChangeIdError:
+            _fail(
+                f"{change!r} is too short to name a change: give at least {MIN_CHANGE_PREFIX} characters of its id "
+                "(see `maistro history`)."
+            )
         except AmbiguousChangeError:
             _fail(f"More than one change of {user_id} starts with {change!r}; give more of its id (see `maistro history`).")
         except PrunedChangeError as error:
@@ -393,7 +414,8 @@ def undo(
             _fail(f"Nothing to undo for {user_id}: {error}.")
         except IrreversibleChangeError as error:
             _fail(f"Cannot undo for {user_id}: {error}.")
-    typer.echo(f"Undid change {entry['undoes'][:8]} of {user_id}: {undo_summary(entry, configured_kinds())}.")
+    reverted = f"{target['id'][:8]} of {user_id} ({change_summary(target, kinds)})"
+    typer.echo(f"Undid change {reverted}: {undo_summary(entry, kinds)}.")
 
 
 @app.command()
@@ -404,12 +426,13 @@ def reindex(data_dir: DataDirOption = None) -> None:
     """
     from graph.memory.index_outage import reindex as index_again
     from graph.memory.index_outage import waiting
+    from graph.memory.kinds import configured_kinds
     from graph.settings import current_settings
 
     if not current_settings().embeddings:
         _fail("MAISTRO_EMBEDDINGS is not set: there is no semantic index to fill.")
     with _store(data_dir, index=True) as store:
-        indexed = index_again(store)
+        indexed = index_again(store, kinds=configured_kinds())
         left = waiting(store)
     typer.echo(f"Indexed {_count(indexed, 'memory', 'memories')} saved while the semantic index was unavailable.")
     if left:

@@ -2,7 +2,7 @@
 
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from itertools import groupby, takewhile
 from typing import Any
@@ -11,12 +11,15 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.graph.state import CompiledStateGraph
 
 from graph.backends.thread_locks import ThreadLocks
-from graph.configuration import Configuration
 from graph.memory.history import iter_history
-from graph.memory.kinds import MemoryKind, configured_kinds, kind_for_update
+from graph.memory.kinds import MemoryKind, kind_for_update
 from graph.memory.notes import change_notes
 from graph.nodes.update import MEMORY_UPDATE_EVENT
+from graph.run_context import RunContext
+from graph.runtime import runtime_of
+from graph.thread.cut_replies import cut_notice
 from graph.thread.text_calls import speakable_prefix
+from graph.thread.tokens import truncation_notice
 from graph.thread.tool_calls import last_human_message, pending_update_calls, turn_answered
 from graph.thread.turn_markers import streamable_part
 
@@ -65,6 +68,15 @@ class StoppedTurn:
     updates_pending: bool = False
 
 
+@dataclass
+class _Shown:
+    """What a turn has shown so far: each reply's text by message id, and whether the cut-message notice was."""
+
+    notice: str
+    streamed: dict[str, str] = field(default_factory=dict)
+    noticed: bool = False
+
+
 class ThreadOwnerError(Exception):
     """The thread asked for belongs to another user."""
 
@@ -83,7 +95,7 @@ def thread_owner(graph: CompiledStateGraph, thread_id: str) -> str | None:
     latest = graph.checkpointer.get_tuple({"configurable": {"thread_id": thread_id}})
     if latest is None:
         return None
-    return Configuration(user_id=latest.metadata.get("user_id") or "").resolved_user_id
+    return RunContext(user_id=latest.metadata.get("user_id") or "").resolved_user_id
 
 
 def updating_text(calls: Sequence[Mapping[str, Any]], kinds: Sequence[MemoryKind]) -> str:
@@ -110,12 +122,12 @@ class ChatSession:
         kinds: Sequence[MemoryKind] | None = None,
     ) -> None:
         """Talk to `graph` as `user_id` on `thread_id` (a new thread when None), with an optional model name;
-        `kinds` are the graph's memory kinds (default: MAISTRO_MEMORY_KINDS, else the default kinds).
+        `kinds` are the graph's memory kinds (default: those of the graph's `GraphRuntime`).
 
         Raises `ThreadOwnerError` when `thread_id` is another user's thread.
         """
         self.graph = graph
-        self.kinds = tuple(kinds or configured_kinds())
+        self.kinds = tuple(kinds) if kinds is not None else runtime_of(graph).kinds
         self.user_id = user_id
         self.model = model
         self.locks = locks
@@ -124,7 +136,7 @@ class ChatSession:
         self._turn_started = datetime.now(timezone.utc)
         self._turn_message_id: str | None = None
         owner = thread_owner(graph, thread_id) if thread_id else None
-        if owner is not None and owner != Configuration(user_id=user_id).resolved_user_id:
+        if owner is not None and owner != RunContext(user_id=user_id).resolved_user_id:
             raise ThreadOwnerError(f"thread {thread_id} belongs to another user")
         if thread_id and not self._hold(thread_id):
             self.busy_thread, thread_id = thread_id, None
@@ -170,7 +182,8 @@ class ChatSession:
         user_message = latest_user if retry else HumanMessage(content=text, id=str(uuid.uuid4()))
         self._turn_message_id = user_message.id
         received: dict[str, str] = {}
-        streamed: dict[str, str] = {}
+        shown_so_far = _Shown(truncation_notice(user_message))
+        streamed = shown_so_far.streamed
         for mode, payload in self.graph.stream(
             None if retry else {"messages": [user_message]},
             self.config,
@@ -191,7 +204,7 @@ class ChatSession:
                 yield from (Note(note, failed=bool(outcome.get("failed"))) for note in outcome.get("notes", []))
             elif update := payload.get(CHAT_NODE):
                 messages = update.get("messages", []) if isinstance(update, dict) else []
-                yield from _chat_events(_new_in_turn(messages), streamed, self.kinds)
+                yield from _chat_events(_new_in_turn(messages), shown_so_far, self.kinds)
 
     def stopped_turn(self) -> StoppedTurn:
         """What the latest turn, stopped half-way, saved: the user's message, the memory changes, the reply."""
@@ -215,23 +228,30 @@ def _change_fields(entry: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _chat_events(
-    new_messages: Sequence[AnyMessage], streamed: dict[str, str], kinds: Sequence[MemoryKind]
+    new_messages: Sequence[AnyMessage], shown: _Shown, kinds: Sequence[MemoryKind]
 ) -> Iterator[Token | Notice | Progress]:
     """Events for the chat node's new messages: replies not streamed, what a stored reply adds to its streamed
-    text (the notice that the user's message was cut, or what was held back while it might have been a call
-    written as text), and progress when memory updates follow. What is shown is added to `streamed`, so a reply
-    the chat node stores again (moved after its calls' answers) is not shown twice."""
+    text (what was held back while it might have been a call written as text), the notice that the user's
+    message was cut (once a turn, whichever reply carries it), the notice that the reply was cut at the token
+    limit, and progress when memory updates follow. What is shown is recorded in `shown`, so a reply the chat
+    node stores again (moved after its calls' answers) is not shown twice."""
     for message in new_messages:
         if not isinstance(message, AIMessage):
             continue
-        shown = streamed.get(message.id)
-        if message.text and not shown:
-            yield Token(message.text, message.id)
-        elif shown and message.text != shown and message.text.endswith(shown):
-            yield Notice(message.text.removesuffix(shown).strip())
-        elif shown and message.text.startswith(shown) and message.text[len(shown) :].strip():
-            yield Token(message.text[len(shown) :], message.id)  # what was held back and is not a call
-        if message.text:
-            streamed[message.id] = message.text
+        noted = bool(shown.notice) and message.text.startswith(shown.notice)
+        text = message.text.removeprefix(shown.notice).lstrip() if noted else message.text
+        seen = shown.streamed.get(message.id, "")
+        cut = cut_notice(message) if seen != text else ""
+        told = text.removesuffix(cut).rstrip() if cut else text
+        streamed = seen.rstrip()
+        if told.startswith(streamed) and told[len(streamed) :].strip():
+            yield Token(told[len(streamed) :], message.id)  # not streamed, or what was held back and is not a call
+        if text:
+            shown.streamed[message.id] = text
+        if noted and not shown.noticed:
+            shown.noticed = True
+            yield Notice(shown.notice)
+        if cut:
+            yield Notice(cut)
     if calls := pending_update_calls(new_messages):
         yield Progress(updating_text(calls, kinds))

@@ -5,7 +5,9 @@ when the model is in the middle of a request; see `run_chat`.
 """
 
 import contextlib
+import os
 import queue
+import select
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -19,8 +21,8 @@ from rich.text import Text
 
 from graph.app.session import ChatSession, Note, Notice, Progress, StoppedTurn, Token
 from graph.app.tables import memory_view
-from graph.backends.model import ModelUnavailableError
-from graph.memory.kinds import INSTRUCTIONS, PROFILE, TODO, UnknownKindError, kind_named
+from graph.backends.model import ContextWindowError, ModelUnavailableError
+from graph.memory.kinds import UnknownKindError, kind_named
 
 COMMANDS = {
     "/todos": "show your ToDo list",
@@ -31,7 +33,8 @@ COMMANDS = {
     "/help": "show this list",
     "/quit": "leave (Ctrl-D and Ctrl-C leave too; the thread is saved)",
 }
-MEMORY_COMMANDS = {"/todos": TODO, "/profile": PROFILE, "/instructions": INSTRUCTIONS}
+# Commands that are `/show KIND` for the tutorial's kinds.
+MEMORY_COMMANDS = {"/todos": "todo", "/profile": "profile", "/instructions": "instructions"}
 RETRY_HINT = "Your message is saved in the thread: send it again to retry."
 # The marks before a memory note: a change saved, and an update that saved less than it was asked.
 NOTE_MARK = "✎"
@@ -112,7 +115,10 @@ def endpoint_problem(error: openai.APIError) -> str:
 
 def model_problem(error: ModelUnavailableError | openai.APIError) -> str:
     """What the user reads when a turn failed at the model endpoint: the endpoint's error explained
-    (`endpoint_problem`), or the sentence of an answer that could not be used (not JSON, cut short)."""
+    (`endpoint_problem`), or the sentence of an answer that could not be used (not JSON, cut short) or of a context
+    window too small for any prompt."""
+    if isinstance(error, ContextWindowError):
+        return str(error)
     cause = error.__cause__ if isinstance(error, ModelUnavailableError) else error
     return endpoint_problem(cause) if isinstance(cause, openai.APIError) else str(error)
 
@@ -157,14 +163,38 @@ def in_background(events: Iterator[T]) -> Iterator[T]:
             raise item
 
 
+PROMPT = "[bold cyan]you ›[/] "
+
+
+def typed_ahead(stream: TextIO = sys.stdin) -> str | None:
+    """A line the user finished at the terminal while a turn ran, "" for a Ctrl-D pressed then, or None when nothing
+    is waiting. The terminal holds such input line by line; it is read here, before line editing takes the
+    terminal over, because that would drop a pending Ctrl-D (the chat would then wait at a second prompt)."""
+    if os.name != "posix" or not stream.isatty():
+        return None
+    fd = stream.fileno()
+    if not select.select([fd], [], [], 0)[0]:
+        return None
+    return os.read(fd, 65536).decode(stream.encoding or "utf-8", errors="replace")
+
+
 def terminal_reader(console: Console) -> Callable[[], str]:
-    """Read a line at a prompt, with line editing and history where available (raises EOFError on Ctrl-D)."""
+    """Read a line at a prompt, with line editing and history where available (raises EOFError on Ctrl-D, also
+    when it was pressed while the previous turn ran); a line typed while a turn ran is taken as it is."""
     with contextlib.suppress(ImportError):
         import readline  # noqa: F401  (importing it gives input() line editing and history)
 
     def read() -> str:
+        ahead = typed_ahead()
+        if ahead is not None:
+            console.print(PROMPT, end="")
+            if not ahead:
+                console.print()
+                raise EOFError
+            console.print(ahead.rstrip("\r\n"), markup=False, highlight=False)
+            return ahead.rstrip("\r\n")
         try:
-            return console.input("[bold cyan]you ›[/] ")
+            return console.input(PROMPT)
         except EOFError:
             console.print()
             raise
@@ -191,8 +221,8 @@ def _run_command(line: str, session: ChatSession, console: Console) -> bool:
     if command == "/quit":
         return False
     if command in MEMORY_COMMANDS:
-        console.print(memory_view(session.graph.store, MEMORY_COMMANDS[command], session.user_id))
-    elif command == "/show":
+        command, argument = "/show", MEMORY_COMMANDS[command]
+    if command == "/show":
         wanted = argument.strip()
         try:
             kind = kind_named(session.kinds, wanted)

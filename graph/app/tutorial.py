@@ -4,16 +4,30 @@ Each turn is a user message and the replies a scripted model gives, by graph nod
 should hold afterwards are spelled out here too, so the demo and the tests agree on what the agent saves.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from langchain_core.messages import BaseMessage
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from graph.app.scripted_model import Reply, add, calls, patch_where, profile, remove_where, replace, route, say, todo
-from graph.configuration import Configuration
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS, kind_for_update
+from graph.run_context import RunContext
+from testing.scripted_model import (
+    Reply,
+    ScriptedChatModel,
+    add,
+    calls,
+    patch_where,
+    profile,
+    remove_where,
+    replace,
+    route,
+    say,
+    todo,
+)
 
 USER = "Lance"
 SWIM = "Book swim lessons for 1-year-old daughter."
@@ -67,7 +81,7 @@ class TutorialTurn:
         return MESSAGES[self.key]
 
 
-def end_of_november(settings: Configuration) -> str:
+def end_of_november(settings: RunContext) -> str:
     """The next end of November (30 Nov 23:59) in the configured time zone, as ISO 8601 with the offset."""
     now = settings.now()
 
@@ -81,7 +95,7 @@ def end_of_november(settings: Configuration) -> str:
 
 def _recall(messages: list[BaseMessage], _tools: list[str]) -> BaseMessage:
     """The new thread's answer, which only knows the list if the store put it into the prompt."""
-    if SWIM not in messages[0].text:
+    if not any(SWIM in message.text for message in messages if isinstance(message, SystemMessage)):
         return say("I can't find your ToDo list.")
     return say("With 30 minutes you could book the swim lessons for your daughter: that takes about 30 minutes.")
 
@@ -161,3 +175,44 @@ def tutorial_turns(deadline: str, reply_timing: str = "first") -> list[TutorialT
         ),
         TutorialTurn("recall", {"task_maistro": [_recall]}, {SWIM: due, LOCK: {**lock, "status": "done"}}, True),
     ]
+
+
+UNKNOWN_MESSAGE = (
+    "I am the tutorial's scripted model: I only know the tutorial's messages (graph.app.tutorial.MESSAGES). "
+    "Set OPENAI_API_KEY or OPENAI_BASE_URL and call build_graph() without chat_model to talk to a real model."
+)
+
+
+def _latest_turn(messages: Sequence[BaseMessage], turns: Sequence[TutorialTurn]) -> TutorialTurn | None:
+    """The turn whose message comes last in the prompt (an extraction prompt may quote earlier ones too)."""
+    text = "\n".join(message.text for message in messages if not isinstance(message, AIMessage))
+    placed = [(text.rfind(turn.message), turn) for turn in turns if turn.message in text]
+    return max(placed, key=lambda found: found[0])[1] if placed else None
+
+
+def tutorial_model(settings: RunContext) -> BaseChatModel:
+    """A scripted model that answers the tutorial's messages (`MESSAGES`) the way `maistro demo` does, in the run's
+    reply timing, in any order and however often they are sent: the key-free `chat_model` for
+    `build_graph(chat_model=tutorial_model)`. Any other message gets a sentence saying what it is."""
+    turns = tutorial_turns(end_of_november(settings), settings.reply_timing)
+
+    def chat(messages: Sequence[BaseMessage], tools: list[str]) -> BaseMessage:
+        latest = next((message for message in reversed(messages) if isinstance(message, HumanMessage)), None)
+        turn = _latest_turn([latest] if latest else [], turns)
+        if turn is None:
+            return say(UNKNOWN_MESSAGE)
+        first, *_ = script = turn.replies["task_maistro"]
+        if isinstance(messages[-1], HumanMessage):
+            return first(messages, tools) if callable(first) else first
+        return say(script[-1].text)  # after the updates: the turn's answer
+
+    def update(node: str):
+        def extract(messages: Sequence[BaseMessage], tools: list[str]) -> BaseMessage:
+            turn = _latest_turn(messages, turns)
+            reply = turn.replies[node][0] if turn is not None and node in turn.replies else calls()
+            return reply(messages, tools) if callable(reply) else reply
+
+        return extract
+
+    standing = {kind.node: update(kind.node) for kind in DEFAULT_MEMORY_KINDS}
+    return ScriptedChatModel(standing={**standing, "task_maistro": chat})

@@ -14,7 +14,7 @@ transaction's snapshot at REPEATABLE READ, see `graph.backends.atomic_postgres`)
 batch writes nothing and raises `ConflictError`. Batches without conditions are LangGraph's, unchanged, and
 so is the rest of the public store API.
 
-The stores also keep the memory change log (`graph.backends.todo_changes`) and read the history through an
+The stores also keep the memory change log (`graph.backends.collection_changes`) and read the history through an
 index of their own (`graph.backends.history_sql`), each in its own SQL dialect.
 """
 
@@ -29,22 +29,23 @@ from langgraph.store.base import Op, PutOp, Result
 from langgraph.store.sqlite import SqliteStore
 
 from graph.backends import list_index
-from graph.backends.history_sql import HISTORY_PREFIX, INDEX, PRUNED, HistorySql, history_prefix
-from graph.backends.list_index import ListIndexed
-from graph.backends.sqlite_errors import operational_error
-from graph.backends.todo_changes import (
+from graph.backends.collection_changes import (
+    FIRST_LOGGED_PREFIX,
     FORGET_LOG,
     FORGET_ROWS,
     FORGETS,
     FORGOTTEN_TABLES,
     MIGRATIONS,
-    PREFIX,
     TABLE,
     UNLOGGED_PREFIX,
     VECTORS,
-    TodoChangeLog,
+    CollectionChangeLog,
 )
-from graph.backends.todo_sql import KIND, MEMORY, VERSION, Dialect, memory_statement, statement_parameters
+from graph.backends.collection_sql import KIND, MEMORY, VERSION, Dialect, memory_statement, statement_parameters
+from graph.backends.history_sql import HISTORY_PREFIX, INDEX, PRUNED, HistorySql, history_prefix
+from graph.backends.langgraph_private import CursorHook, PutsHook
+from graph.backends.list_index import ListIndexed
+from graph.backends.sqlite_errors import operational_error
 from graph.memory.change_log import Erasure
 from graph.memory.conditions import ConflictError, Unchanged
 from graph.memory.kinds import MemoryKind
@@ -83,7 +84,7 @@ class ConditionalBatches:
             failed = [c for c in conditions if stored.get((prefix_of(c.namespace), c.key)) != c.value]
             if failed:
                 raise ConflictError(failed)
-            self._batch_put_ops(puts, cur)
+            self.write_puts(puts, cur)
         return [None] * len(ops)
 
     def _checking_cursor(self, conditions: Sequence[Unchanged]) -> AbstractContextManager[Any]:
@@ -93,12 +94,13 @@ class ConditionalBatches:
         raise NotImplementedError
 
 
-class ChunkedPuts:
+class ChunkedPuts(PutsHook):
     """Mixin for a LangGraph store: write a batch's puts `PUT_CHUNK` at a time, in order, on one cursor."""
 
-    def _batch_put_ops(self, put_ops: Sequence[tuple[int, PutOp]], cur: Any) -> None:
+    def write_puts(self, put_ops: Sequence[tuple[int, PutOp]], cur: Any) -> None:
+        """Write the puts in chunks of `PUT_CHUNK`, each the way LangGraph's store does."""
         for start in range(0, len(put_ops), PUT_CHUNK):
-            super()._batch_put_ops(put_ops[start : start + PUT_CHUNK], cur)
+            super().write_puts(put_ops[start : start + PUT_CHUNK], cur)
 
 
 # A user's history rows, for the history index (a partial index: the query names its condition too).
@@ -112,9 +114,9 @@ _SQLITE_PRUNED_ROWS = f"""SELECT prefix, key FROM (
 ) WHERE rank > :keep OR time < :cutoff"""
 
 
-class AtomicSqliteStore(HistorySql, ListIndexed, TodoChangeLog, ConditionalBatches, ChunkedPuts, SqliteStore):
+class AtomicSqliteStore(HistorySql, ListIndexed, CollectionChangeLog, ConditionalBatches, ChunkedPuts, CursorHook, SqliteStore):
     """A `SqliteStore` whose batches commit when they succeed and roll back when anything in them fails, with the
-    memory change log and the history index in SQLite's dialect (`graph.backends.todo_changes`,
+    memory change log and the history index in SQLite's dialect (`graph.backends.collection_changes`,
     `graph.backends.history_sql`)."""
 
     # The log stamps a row with a number that grows with every write: INSERT OR REPLACE gives the (prefix, key)
@@ -128,7 +130,7 @@ class AtomicSqliteStore(HistorySql, ListIndexed, TodoChangeLog, ConditionalBatch
             f"CREATE TABLE IF NOT EXISTS {FORGETS} (id INTEGER PRIMARY KEY AUTOINCREMENT)",
             *(
                 f"""CREATE TRIGGER IF NOT EXISTS {TABLE}_{event} AFTER {event} ON store
-WHEN substr({row}.prefix, 1, {len(PREFIX)}) = '{PREFIX}'
+WHEN substr({row}.prefix, 1, {len(FIRST_LOGGED_PREFIX)}) = '{FIRST_LOGGED_PREFIX}'
 BEGIN
     INSERT OR REPLACE INTO {TABLE} (prefix, key) VALUES ({row}.prefix, {row}.key);
 END"""
@@ -184,17 +186,19 @@ OR (type = 'trigger' AND name IN ('{TABLE}_INSERT', '{TABLE}_UPDATE', '{TABLE}_D
         return list_index.SQLITE
 
     def _list_index_cursor(self) -> AbstractContextManager[sqlite3.Cursor]:
-        return self._cursor(begin="BEGIN IMMEDIATE")
+        return self.sql_cursor(begin="BEGIN IMMEDIATE")
 
     def _head_rows(self, statement: str, parameters: Mapping[str, Any]) -> list[tuple]:
-        with self._cursor(transaction=False) as cur:
+        with self.sql_cursor(transaction=False) as cur:
             cur.execute(statement, parameters)
             return cur.fetchall()
 
     @contextmanager
-    def _cursor(self, *, transaction: bool = True, begin: str = "BEGIN") -> Iterator[sqlite3.Cursor]:
+    def sql_cursor(self, *, transaction: bool = True, begin: str = "BEGIN") -> Iterator[sqlite3.Cursor]:
+        """LangGraph's cursor outside a transaction; in one, a transaction begun with `begin` that commits when the
+        block succeeds and rolls back when anything in it fails."""
         if not transaction:
-            with super()._cursor(transaction=False) as cur:
+            with super().sql_cursor(transaction=False) as cur:
                 yield cur
             return
         if not self.is_setup:
@@ -216,7 +220,7 @@ OR (type = 'trigger' AND name IN ('{TABLE}_INSERT', '{TABLE}_UPDATE', '{TABLE}_D
     def _checking_cursor(self, conditions: Sequence[Unchanged]) -> AbstractContextManager[sqlite3.Cursor]:
         # The write lock from the start: a deferred transaction that read first could not write after another
         # connection's commit (SQLITE_BUSY_SNAPSHOT), and no other writer can commit between check and write.
-        return self._cursor(begin="BEGIN IMMEDIATE")
+        return self.sql_cursor(begin="BEGIN IMMEDIATE")
 
     def _stored_values(self, conditions: Sequence[Unchanged], cur: sqlite3.Cursor) -> dict[tuple[str, str], Any]:
         stored = {}
@@ -235,7 +239,7 @@ OR (type = 'trigger' AND name IN ('{TABLE}_INSERT', '{TABLE}_UPDATE', '{TABLE}_D
     def install_change_log(self) -> None:
         """Give the set-up store's database the change log and its triggers, log the memory rows it lacks, and read
         the store through the log from now on."""
-        with self._cursor(begin="BEGIN IMMEDIATE") as cur:
+        with self.sql_cursor(begin="BEGIN IMMEDIATE") as cur:
             cur.execute(f"CREATE TABLE IF NOT EXISTS {MIGRATIONS} (v INTEGER PRIMARY KEY)")
             cur.execute(f"SELECT {self.CHANGE_LOG_PRESENT}, (SELECT coalesce(max(v), -1) FROM {MIGRATIONS})")
             for version, statements in self._pending_migrations(*cur.fetchone()):
@@ -247,7 +251,7 @@ OR (type = 'trigger' AND name IN ('{TABLE}_INSERT', '{TABLE}_UPDATE', '{TABLE}_D
 
     def change_log_present(self) -> bool:
         """Whether the database has the change log's tables and triggers (a restore may have taken them)."""
-        with self._cursor(transaction=False) as cur:
+        with self.sql_cursor(transaction=False) as cur:
             cur.execute(f"SELECT {self.CHANGE_LOG_PRESENT}")
             return bool(cur.fetchone()[0])
 
@@ -258,7 +262,7 @@ OR (type = 'trigger' AND name IN ('{TABLE}_INSERT', '{TABLE}_UPDATE', '{TABLE}_D
         in_namespaces = "prefix IN (SELECT value FROM json_each(:prefixes))"
         prefixes = {"prefixes": json.dumps(sorted({prefix_of(ns) for ns in namespaces}))}
         rows = {}
-        with self._cursor() as cur:
+        with self.sql_cursor() as cur:
             cur.execute(f"INSERT INTO {FORGETS} DEFAULT VALUES")  # a write first: the transaction is the writer
             cur.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
             present = {name for (name,) in cur.fetchall()}
@@ -307,7 +311,7 @@ OR (type = 'trigger' AND name IN ('{TABLE}_INSERT', '{TABLE}_UPDATE', '{TABLE}_D
         """Delete the embeddings whose store row is gone, which deletes made without foreign keys left behind
         (LangGraph's own store, and this project's before `graph.backends.sqlite.connect` turned them on); returns
         how many."""
-        with self._cursor(begin="BEGIN IMMEDIATE") as cur:
+        with self.sql_cursor(begin="BEGIN IMMEDIATE") as cur:
             cur.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", (VECTORS,))
             if not cur.fetchone()[0]:
                 return 0
@@ -318,12 +322,12 @@ OR (type = 'trigger' AND name IN ('{TABLE}_INSERT', '{TABLE}_UPDATE', '{TABLE}_D
             return cur.rowcount
 
     def _history_rows(self, statement: str, parameters: dict[str, Any]) -> list[tuple]:
-        with self._cursor(transaction=False) as cur:
+        with self.sql_cursor(transaction=False) as cur:
             cur.execute(statement, parameters)
             return cur.fetchall()
 
     def _prune_history(self, keep: int, cutoff: str) -> None:
-        with self._cursor(begin="BEGIN IMMEDIATE") as cur:
+        with self.sql_cursor(begin="BEGIN IMMEDIATE") as cur:
             cur.execute("CREATE TEMP TABLE IF NOT EXISTS maistro_history_doomed (prefix TEXT, key TEXT)")
             cur.execute("DELETE FROM maistro_history_doomed")
             cur.execute(f"INSERT INTO maistro_history_doomed {_SQLITE_PRUNED_ROWS}", {"keep": keep, "cutoff": cutoff})
@@ -340,7 +344,7 @@ WHERE true GROUP BY prefix ON CONFLICT (prefix) DO UPDATE SET pruned = pruned + 
         names = (tuple(kind.name for kind in collections), tuple(kind.name for kind in documents))
         parameters = statement_parameters(user_id, collections, documents)
         parameters.update({f"seen{n}": seen[kind.name] for n, kind in enumerate(collections)})
-        with self._cursor(transaction=False) as cur:
+        with self.sql_cursor(transaction=False) as cur:
             cur.execute(memory_statement(self.MEMORY_DIALECT, *names), parameters)
             rows = cur.fetchall()
         newest = {

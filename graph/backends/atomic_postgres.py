@@ -8,27 +8,27 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from langgraph.store.postgres import PostgresStore
-from langgraph.store.postgres.base import _pg_internal
 from psycopg import Cursor, IsolationLevel, sql
 from psycopg.errors import DeadlockDetected, SerializationFailure
 from psycopg.rows import dict_row, tuple_row
 
 from graph.backends import history_postgres, list_index
 from graph.backends.atomic import ChunkedPuts, ConditionalBatches, prefix_of
-from graph.backends.history_sql import PRUNED, HistorySql, history_prefix
-from graph.backends.list_index import ListIndexed
-from graph.backends.todo_changes import (
+from graph.backends.collection_changes import (
+    FIRST_LOGGED_PREFIX,
     FORGET_LOG,
     FORGET_ROWS,
     FORGETS,
     FORGOTTEN_TABLES,
     MIGRATIONS,
-    PREFIX,
     TABLE,
     UNLOGGED_PREFIX,
-    TodoChangeLog,
+    CollectionChangeLog,
 )
-from graph.backends.todo_sql import CREATED_AT, KIND, VERSION, Dialect, memory_statement, statement_parameters
+from graph.backends.collection_sql import CREATED_AT, KIND, VERSION, Dialect, memory_statement, statement_parameters
+from graph.backends.history_sql import PRUNED, HistorySql, history_prefix
+from graph.backends.langgraph_private import CursorHook, pg_connection
+from graph.backends.list_index import ListIndexed
 from graph.memory.change_log import Erasure
 from graph.memory.conditions import ConflictError, Unchanged
 from graph.memory.kinds import MemoryKind
@@ -70,9 +70,9 @@ def setup_lock(conn: Any) -> Iterator[None]:
         conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))
 
 
-class AtomicPostgresStore(HistorySql, ListIndexed, TodoChangeLog, ConditionalBatches, ChunkedPuts, PostgresStore):
+class AtomicPostgresStore(HistorySql, ListIndexed, CollectionChangeLog, ConditionalBatches, ChunkedPuts, CursorHook, PostgresStore):
     """A `PostgresStore` whose batches commit when they succeed and roll back when anything in them fails, with the
-    memory change log and the history index in PostgreSQL's dialect (`graph.backends.todo_changes`,
+    memory change log and the history index in PostgreSQL's dialect (`graph.backends.collection_changes`,
     `graph.backends.history_postgres`).
 
     A batch with conditions runs at REPEATABLE READ: the conditions are read in its snapshot, and PostgreSQL
@@ -102,10 +102,10 @@ END
 $$""",
             f"DROP TRIGGER IF EXISTS {TABLE}_written ON store",
             f"""CREATE TRIGGER {TABLE}_written AFTER INSERT OR UPDATE ON store FOR EACH ROW
-WHEN (left(NEW.prefix, {len(PREFIX)}) = '{PREFIX}') EXECUTE FUNCTION {TABLE}_log()""",
+WHEN (left(NEW.prefix, {len(FIRST_LOGGED_PREFIX)}) = '{FIRST_LOGGED_PREFIX}') EXECUTE FUNCTION {TABLE}_log()""",
             f"DROP TRIGGER IF EXISTS {TABLE}_deleted ON store",
             f"""CREATE TRIGGER {TABLE}_deleted AFTER DELETE ON store FOR EACH ROW
-WHEN (left(OLD.prefix, {len(PREFIX)}) = '{PREFIX}') EXECUTE FUNCTION {TABLE}_log()""",
+WHEN (left(OLD.prefix, {len(FIRST_LOGGED_PREFIX)}) = '{FIRST_LOGGED_PREFIX}') EXECUTE FUNCTION {TABLE}_log()""",
         ),
         # Every collection kind is read by its changes: log every namespace but the history.
         (
@@ -142,7 +142,7 @@ WHERE prefix = {prefix} AND expires_at > %(expired_after{n})s::timestamptz AND e
 
     @contextmanager
     def _checking_cursor(self, conditions: Sequence[Unchanged]) -> Iterator[Cursor]:
-        with _pg_internal.get_connection(self.conn) as conn, self.lock:
+        with pg_connection(self.conn) as conn, self.lock:
             conn.isolation_level = IsolationLevel.REPEATABLE_READ
             try:
                 with conn.transaction(), conn.cursor(binary=True, row_factory=dict_row) as cur:
@@ -159,7 +159,7 @@ WHERE prefix = {prefix} AND expires_at > %(expired_after{n})s::timestamptz AND e
     @classmethod
     @functools.cache
     def memory_dialect(cls, hide_expired: bool) -> Dialect:
-        """How the one-statement read (`graph.backends.todo_sql`) is written here: values as JSON text; expired rows
+        """How the one-statement read (`graph.backends.collection_sql`) is written here: values as JSON text; expired rows
         hidden (and reported) when the store hides them."""
         return Dialect(
             parameter="%({})s", log=TABLE, version="c.xid::text", value="s.value::text", plain_value="value::text",
@@ -174,10 +174,10 @@ WHERE prefix = {prefix} AND expires_at > %(expired_after{n})s::timestamptz AND e
         return list_index.postgres_dialect(bool((self.ttl_config or {}).get("omit_expired")))
 
     def _list_index_cursor(self) -> AbstractContextManager[Cursor]:
-        return self._cursor(pipeline=True)  # one transaction (the store has no pipeline mode)
+        return self.sql_cursor(pipeline=True)  # one transaction (the store has no pipeline mode)
 
     def _head_rows(self, statement: str, parameters: Mapping[str, Any]) -> list[tuple]:
-        with self._cursor() as cur:
+        with self.sql_cursor() as cur:
             cur.row_factory = tuple_row
             cur.execute(statement, parameters)
             return cur.fetchall()
@@ -185,7 +185,7 @@ WHERE prefix = {prefix} AND expires_at > %(expired_after{n})s::timestamptz AND e
     def install_change_log(self) -> None:
         """Give the set-up store's database the change log and its triggers, log the memory rows it lacks, and read
         the store through the log from now on. The caller holds the setup lock (`setup_lock`)."""
-        with self._cursor(pipeline=True) as cur:  # one transaction (the store has no pipeline mode)
+        with self.sql_cursor(pipeline=True) as cur:  # one transaction (the store has no pipeline mode)
             cur.execute("SHOW server_version_num")
             server = int(cur.fetchone()["server_version_num"])
             if server < self.OLDEST_SERVER:
@@ -202,13 +202,13 @@ WHERE prefix = {prefix} AND expires_at > %(expired_after{n})s::timestamptz AND e
 
     def reinstall_change_log(self) -> None:
         """Install the log again on a store whose table was reset, under the setup lock, and index its lists again."""
-        with self._cursor() as cur, setup_lock(cur.connection):
+        with self.sql_cursor() as cur, setup_lock(cur.connection):
             self.install_change_log()
             self.reindex_lists()
 
     def change_log_present(self) -> bool:
         """Whether the database has the change log's tables and triggers (a restore may have taken them)."""
-        with self._cursor() as cur:
+        with self.sql_cursor() as cur:
             cur.execute(f"SELECT {self.CHANGE_LOG_PRESENT} AS present")
             return bool(cur.fetchone()["present"])
 
@@ -219,7 +219,7 @@ WHERE prefix = {prefix} AND expires_at > %(expired_after{n})s::timestamptz AND e
         in_namespaces = "prefix = ANY(%(prefixes)s::text[])"
         prefixes = {"prefixes": sorted({prefix_of(ns) for ns in namespaces})}
         rows = {}
-        with self._cursor(pipeline=True) as cur:
+        with self.sql_cursor(pipeline=True) as cur:
             cur.execute("LOCK TABLE store IN SHARE ROW EXCLUSIVE MODE")
             cur.execute(f"INSERT INTO {FORGETS} DEFAULT VALUES")
             for table in FORGOTTEN_TABLES:
@@ -240,7 +240,7 @@ WHERE prefix = {prefix} AND expires_at > %(expired_after{n})s::timestamptz AND e
         mark their space reusable, with their bytes still in it. A table this database user does not own is skipped by
         PostgreSQL, and said in `kept`; so is the write-ahead log (`WAL_KEPT`), which no client can erase."""
         rewritten, skipped = [], []
-        with self._cursor() as cur:
+        with self.sql_cursor() as cur:
             for table in tables:
                 cur.execute(_FILE, (table,))
                 before = cur.fetchone()["node"]
@@ -254,13 +254,13 @@ WHERE prefix = {prefix} AND expires_at > %(expired_after{n})s::timestamptz AND e
         return Erasure(tuple(done), (*kept, WAL_KEPT))
 
     def _history_rows(self, statement: str, parameters: dict[str, Any]) -> list[tuple]:
-        with self._cursor() as cur:
+        with self.sql_cursor() as cur:
             cur.row_factory = tuple_row
             cur.execute(statement, parameters)
             return cur.fetchall()
 
     def _prune_history(self, keep: int, cutoff: str) -> None:
-        with self._cursor(pipeline=True) as cur:  # one transaction (the store has no pipeline mode)
+        with self.sql_cursor(pipeline=True) as cur:  # one transaction (the store has no pipeline mode)
             cur.execute(history_postgres.PRUNE, {"keep": keep, "cutoff": cutoff})
 
     def _changed_rows(
@@ -272,7 +272,7 @@ WHERE prefix = {prefix} AND expires_at > %(expired_after{n})s::timestamptz AND e
         for n, kind in enumerate(collections):
             seen, expired_after = positions.get(kind.name) or ("0", "infinity")
             parameters.update({f"seen{n}": seen, f"expired_after{n}": expired_after})
-        with self._cursor() as cur:
+        with self.sql_cursor() as cur:
             cur.row_factory = tuple_row
             cur.execute(memory_statement(dialect, *names), parameters)
             rows = cur.fetchall()

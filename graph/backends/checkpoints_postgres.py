@@ -16,6 +16,7 @@ from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMet
 from langgraph.checkpoint.postgres import PostgresSaver
 
 from graph.backends.checkpoints import RETENTION_TABLE, CheckpointNotKept, requested_checkpoint, starts_turn
+from graph.backends.langgraph_private import CursorHook
 from graph.settings import current_settings
 
 CREATE_RETENTION_TABLE = f"CREATE TABLE IF NOT EXISTS {RETENTION_TABLE} (thread_id text PRIMARY KEY, kept_from text NOT NULL)"
@@ -128,7 +129,7 @@ class JoiningCursor:
         return getattr(self.cursor, name)
 
 
-class PruningPostgresSaver(PostgresSaver):
+class PruningPostgresSaver(CursorHook, PostgresSaver):
     """A `PostgresSaver` that keeps the last `keep_turns` turns of each thread (see `graph.backends.checkpoints`).
 
     Each prune is one statement (so one transaction): checkpoints, their writes, and the blobs that no kept
@@ -142,7 +143,7 @@ class PruningPostgresSaver(PostgresSaver):
     def setup(self) -> None:
         """LangGraph's tables, and the table recording how far each thread was pruned."""
         super().setup()
-        with self._cursor() as cur:
+        with self.sql_cursor() as cur:
             cur.execute(CREATE_RETENTION_TABLE)
 
     def put(
@@ -159,7 +160,7 @@ class PruningPostgresSaver(PostgresSaver):
         found = super().get_tuple(config)
         if found is None and (requested := requested_checkpoint(config)):
             thread_id, checkpoint_id = requested
-            with self._cursor() as cur:
+            with self.sql_cursor() as cur:
                 cur.execute(f"SELECT kept_from FROM {RETENTION_TABLE} WHERE thread_id = %s", (thread_id,))
                 row = cur.fetchone()
             if row is not None and checkpoint_id < row["kept_from"]:
@@ -169,13 +170,13 @@ class PruningPostgresSaver(PostgresSaver):
     def delete_thread(self, thread_id: str) -> None:
         """Delete the thread's checkpoints, blobs and writes, and its retention record."""
         super().delete_thread(thread_id)
-        with self._cursor() as cur:
+        with self.sql_cursor() as cur:
             cur.execute(f"DELETE FROM {RETENTION_TABLE} WHERE thread_id = %s", (str(thread_id),))
 
     def forget_threads(self, thread_ids: Sequence[str]) -> dict[str, int]:
         """Delete the threads' checkpoints, blobs, writes and retention records in one statement; returns the rows
         deleted, by table."""
-        with self._cursor() as cur:
+        with self.sql_cursor() as cur:
             cur.execute(_FORGET_THREADS, {"threads": [str(thread_id) for thread_id in thread_ids]})
             return dict(cur.fetchone())
 
@@ -183,13 +184,13 @@ class PruningPostgresSaver(PostgresSaver):
         """LangGraph's `prune`, with the threads' retention records following it (see `get_tuple`)."""
         super().prune(thread_ids, strategy=strategy)
         threads = [str(thread_id) for thread_id in thread_ids]
-        with self._cursor() as cur:
+        with self.sql_cursor() as cur:
             cur.execute(_PRUNED_TO_LATEST if strategy == "keep_latest" else _FORGET_RETENTION, (threads,))
 
     @contextmanager
-    def _cursor(self, *, pipeline: bool = False) -> Iterator[Any]:
+    def sql_cursor(self, *, pipeline: bool = False) -> Iterator[Any]:
         """LangGraph's cursor; for a pipelined group (a checkpoint, a task's writes), one that joins the rows."""
-        with super()._cursor(pipeline=pipeline) as cur:
+        with super().sql_cursor(pipeline=pipeline) as cur:
             if not pipeline:
                 yield cur
                 return
@@ -202,5 +203,5 @@ class PruningPostgresSaver(PostgresSaver):
         self._prune("", {})
 
     def _prune(self, thread: str, params: dict[str, Any]) -> None:
-        with self._cursor() as cur:
+        with self.sql_cursor() as cur:
             cur.execute(PRUNE.format(thread=thread), {**params, "keep": self.keep_turns})

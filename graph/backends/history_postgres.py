@@ -14,6 +14,7 @@ from typing import Any
 from psycopg.rows import tuple_row
 
 from graph.backends.history_sql import HISTORY_PREFIX, INDEX, PRUNED, HistorySql
+from graph.backends.langgraph_private import async_pg_connection, sql_cursor
 from graph.memory.history import register_index_finder
 
 # A user's history rows, for the history index (a partial index: the query names its condition too). Times are
@@ -57,16 +58,14 @@ class PostgresServerHistory(HistorySql):
 
     def _history_rows(self, statement: str, parameters: dict[str, Any]) -> list[tuple]:
         if not hasattr(self.store, "loop"):
-            with self.store._cursor() as cur:
+            with sql_cursor(self.store) as cur:
                 cur.row_factory = tuple_row
                 cur.execute(statement, parameters)
                 return cur.fetchall()
         return asyncio.run_coroutine_threadsafe(self._rows_async(statement, parameters), self.store.loop).result()
 
     async def _rows_async(self, statement: str, parameters: dict[str, Any]) -> list[tuple]:
-        from langgraph.checkpoint.postgres import _ainternal
-
-        async with _ainternal.get_connection(self.store.conn) as conn, conn.cursor(row_factory=tuple_row) as cur:
+        async with async_pg_connection(self.store.conn) as conn, conn.cursor(row_factory=tuple_row) as cur:
             await cur.execute(statement, parameters)
             return await cur.fetchall()
 

@@ -60,7 +60,7 @@ def open_sqlite(directory: Path, index: IndexConfig | None, ttl: TTLConfig, *, c
 
     Their tables are created once, even when several processes open a fresh database at the same time, the
     checkpoints are pruned (see `graph.backends.checkpoints`), the ToDo change log is installed (see
-    `graph.backends.todo_changes`), and embeddings whose memory is gone are deleted
+    `graph.backends.collection_changes`), and embeddings whose memory is gone are deleted
     (`AtomicSqliteStore.drop_orphan_embeddings`).
     """
     directory.mkdir(parents=True, exist_ok=True)
@@ -72,7 +72,7 @@ def open_sqlite(directory: Path, index: IndexConfig | None, ttl: TTLConfig, *, c
         from graph.backends.checkpoints import PruningSqliteSaver
 
         # The store's library: two copies of SQLite in one process do not see each other's locks, so two writers
-        # could commit at once and one commit be lost (tests/test_forget.py shows the locks held).
+        # could commit at once and one commit be lost (tests/storage/test_forget.py shows the locks held).
         saver = PruningSqliteSaver(connect(path, autocommit=False, driver=driver))
     with FileLock(directory / f"{DATABASE_FILE}.setup.lock"):
         if saver is not None:

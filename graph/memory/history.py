@@ -28,10 +28,16 @@ FIRST_PAGE = 32
 PAGE = 512
 # Where a stored value without a readable time sorts: after every entry.
 UNDATED = datetime.min.replace(tzinfo=timezone.utc)
+# The fewest first characters of a change id that name it: "2" would pick whichever change happens to start so.
+MIN_CHANGE_PREFIX = 4
 
 
 class AmbiguousChangeError(UnknownChangeError):
     """More than one change id of the user's history starts with the characters given."""
+
+
+class ShortChangeIdError(UnknownChangeError):
+    """The characters given are too few to name a change with confidence (fewer than MIN_CHANGE_PREFIX)."""
 
 
 class PrunedChangeError(UnknownChangeError):
@@ -176,12 +182,15 @@ def _not_kept(change_id: str, pruned: int) -> UnknownChangeError:
 def find_change(store: BaseStore, user_id: str, change_id: str) -> dict[str, Any]:
     """The history entry whose id is `change_id`, or else the only one whose id starts with it.
 
-    Raises `AmbiguousChangeError` when several ids start with it, `PrunedChangeError` when none does and
+    Raises `ShortChangeIdError` when no id is `change_id` and it has fewer than MIN_CHANGE_PREFIX characters,
+    `AmbiguousChangeError` when several ids start with it, `PrunedChangeError` when none does and
     MAISTRO_HISTORY_KEEP has pruned the user's history, and `UnknownChangeError` otherwise.
     """
     (item,) = store.batch([GetOp(namespace(HISTORY, user_id), change_id)]) if change_id else (None,)
     if item is not None and (entry := readable_entry(item.value)):
         return entry
+    if len(change_id) < MIN_CHANGE_PREFIX:
+        raise ShortChangeIdError(f"a change id prefix needs at least {MIN_CHANGE_PREFIX} characters")
     index = _index(store)
     if index is None:
         matches = [

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 from markdown_it import MarkdownIt
 
-from graph.thread.tokens import count_text_tokens
+from graph.text_tokens import count_text_tokens
 
 # A paragraph longer than this (estimated tokens: about 600 characters of English, 150 Chinese characters) was pasted.
 PASTED_PARAGRAPH_TOKENS = 150

@@ -35,7 +35,7 @@ from langgraph.store.base import BaseStore, Item
 
 from graph.memory.change_log import StoredDocument
 from graph.memory.index_outage import search_by_meaning
-from graph.memory.kinds import TODO, MemoryKind
+from graph.memory.kinds import MemoryKind
 from graph.memory.store import namespace
 
 RECENT_SHARE = 6
@@ -198,14 +198,14 @@ class Entry:
         return self._terms
 
 
-def entry(item: Item, kind: MemoryKind = TODO) -> Entry:
+def entry(item: Item, kind: MemoryKind) -> Entry:
     """Prepare one item of `kind` for ranking (its text is split into terms only when a term index needs it)."""
     prepared = Entry(kind, item.key, item.value, (-item.updated_at.timestamp(), -item.created_at.timestamp(), item.key))
     prepared._item = item
     return prepared
 
 
-def stored_entry(document: StoredDocument, kind: MemoryKind = TODO) -> Entry:
+def stored_entry(document: StoredDocument, kind: MemoryKind) -> Entry:
     """Prepare one stored document of `kind` for ranking, ordered by the times the database gave as numbers: its
     item (and the parse of its times) is built only if a turn shows it or an update reaches it."""
     prepared = Entry(kind, document.key, document.value(), (-document.updated_epoch, -document.created_epoch, document.key))
@@ -243,8 +243,8 @@ def superset_pattern(term: str) -> str | None:
     return None if pattern == "%" else pattern
 
 
-def deadline_of(document: dict, field: str = "deadline") -> datetime | None:
-    """A document's deadline (a ToDo's, by default) as an aware datetime (one without a zone is taken as UTC); None
+def deadline_of(document: dict, field: str) -> datetime | None:
+    """A document's deadline (its `field`: a kind's `deadline_field`) as an aware datetime (one without a zone is taken as UTC); None
     when it has none."""
     if not document.get(field):
         return None
@@ -374,6 +374,15 @@ class ListCache:
             return None
         return kept[1], kept[2]
 
+    def clear(self) -> None:
+        """Forget every list."""
+        with self._lock:
+            self._lists.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._lists)
+
     def keep(self, store: BaseStore, list_id: tuple, state: Any, prepared: PreparedList) -> None:
         """Keep the store's list as of a read: its state then, and its prepared form."""
         with self._lock:
@@ -402,17 +411,15 @@ class ListCache:
         return prepared
 
 
-LISTS = ListCache()
-
-
-def list_entries(store: BaseStore, kind: MemoryKind, items: Sequence[Item]) -> PreparedList:
-    """The prepared list of a kind's items a store returned whole (any store): unchanged items are not split again."""
+def list_entries(store: BaseStore, kind: MemoryKind, items: Sequence[Item], lists: ListCache) -> PreparedList:
+    """The prepared list of a kind's items a store returned whole (any store): the unchanged items kept in `lists` are
+    not split again."""
     if not items:
         return PreparedList(kind)
     by_key = {item.key: item for item in items}
     versions = {i.key: (i.created_at, i.updated_at, i.value) for i in items}
     list_id = tuple(items[0].namespace)
-    return LISTS.prepare(store, kind, list_id, versions, lambda keys: [entry(by_key[k], kind) for k in keys])
+    return lists.prepare(store, kind, list_id, versions, lambda keys: [entry(by_key[k], kind) for k in keys])
 
 
 def named_keys(prepared: PreparedList, wanted: Sequence[str], count: int) -> list[str]:
@@ -489,8 +496,8 @@ def _oldest_first(items) -> list[Item]:
     return sorted(items, key=lambda item: (item.created_at, item.key))
 
 
-def semantic_hits(store: BaseStore, user_id: str, query: str, limit: int, kind: MemoryKind = TODO) -> list[Item]:
-    """Items of `kind` (the ToDos by default) the store's semantic index finds for the query (none without an index,
+def semantic_hits(store: BaseStore, user_id: str, query: str, limit: int, kind: MemoryKind) -> list[Item]:
+    """Items of `kind` the store's semantic index finds for the query (none without an index,
     for a kind with no indexed fields, or while the index fails)."""
     if not (query and limit and kind.indexed_fields and getattr(store, "index_config", None)):
         return []

@@ -1,31 +1,17 @@
-"""Token estimates (offline, CJK-aware: no tokenizer download) and the bounds on what a user sends.
+"""Token estimates of messages (plain text: `graph.text_tokens`) and the bounds on what a user sends.
 
 An overlong message is cut before it reaches a model (the thread keeps it whole); an empty one never does.
 """
 
-import re
 from collections.abc import Sequence
 
 from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
+from graph.text_tokens import CHARS_PER_TOKEN, cjk_characters, count_text_tokens
 from prompts import TRUNCATED_NOTICE
 
-CHARS_PER_TOKEN = 4.0
 MAX_MESSAGE_TOKENS = 8000
-# Chinese, Japanese and Korean characters: about one token each, not a quarter of one.
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff00-\uffef]")
-
-
-def cjk_characters(text: str) -> int:
-    """How many CJK characters `text` holds."""
-    return len(_CJK.findall(text))
-
-
-def count_text_tokens(text: str) -> int:
-    """Estimated tokens of a plain string: one per CJK character, one per four other characters."""
-    cjk = cjk_characters(text)
-    return cjk + round((len(text) - cjk) / CHARS_PER_TOKEN)
 
 
 def count_tokens(messages: Sequence[BaseMessage]) -> int:
@@ -40,7 +26,8 @@ def is_blank(message: AnyMessage) -> bool:
     return isinstance(message, HumanMessage) and isinstance(message.content, str) and not message.content.strip()
 
 
-def _prefix_within(text: str, max_tokens: int) -> str:
+def prefix_within(text: str, max_tokens: int) -> str:
+    """The longest start of `text` whose estimated tokens are at most `max_tokens`."""
     low, high = 0, len(text)
     while low < high:
         middle = (low + high + 1) // 2
@@ -57,7 +44,7 @@ def bound_message(message: AnyMessage, max_tokens: int = MAX_MESSAGE_TOKENS) -> 
         return message
     if count_text_tokens(message.content) <= max_tokens:
         return message
-    return message.model_copy(update={"content": _prefix_within(message.content, max_tokens)})
+    return message.model_copy(update={"content": prefix_within(message.content, max_tokens)})
 
 
 def bound_messages(messages: Sequence[AnyMessage], max_tokens: int = MAX_MESSAGE_TOKENS) -> list[AnyMessage]:
