@@ -47,6 +47,7 @@ from testing.openai_stub import (
     RawBody,
     StubError,
     calls_reply,
+    cut_reply,
     json_reply,
     json_schema,
     raw_call,
@@ -390,6 +391,14 @@ CATALOGUE = (
         "gemma_turn_markers",
         "a reply that goes on past <end_of_turn>\\n<start_of_turn>user with a made-up user turn: it ends before it",
         Turn("Hello!", (text_reply(f"Hello! How can I help?{GEMMA_TURN}"),)),
+        max_calls=1,
+        invented=INVENTED_TURN,
+    ),
+    Fault(
+        "turn_markers_to_the_limit",
+        "a reply that goes on past <|im_end|>\\n<|im_start|>user until the token limit (finish_reason length, as "
+        "Gemma 3 270M's do): it ended at the marker, so it is whole, not cut",
+        Turn("Hello!", (cut_reply(f"Hello! How can I help?{CHATML_TURN * 20}"),)),
         max_calls=1,
         invented=INVENTED_TURN,
     ),

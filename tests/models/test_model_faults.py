@@ -147,6 +147,7 @@ def chat_in_process(fault_name: str, script) -> tuple:
         ("chatml_turn_markers", [SAYS_SWIM, "✎ ToDo added: Book swim lessons"]),
         ("gemma_turn_markers", ["Hello! How can I help?"]),
         ("only_turn_markers", ["Sorry, I have no answer to that. Could you say it another way?"]),
+        ("turn_markers_to_the_limit", ["Hello! How can I help?"]),
         ("text_call_then_turn_markers", ["✎ ToDo added: Book swim lessons", ADDED_SWIM]),
         ("quoted_turn_marker", [QUOTED_MARKER]),
     ],
