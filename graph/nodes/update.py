@@ -53,6 +53,7 @@ from graph.nodes.extraction import (
 )
 from graph.nodes.json_extraction import json_changes
 from graph.state import State
+from graph.thread.reply_last import routing_id
 from graph.thread.tokens import bound_message
 from graph.thread.tool_calls import last_ai_message, pending_update_calls, through_latest_calls
 from prompts import EXTRACTION_FAILED, SECRETS_NOT_SAVED, SEE_ABOVE, UPDATE_CONFLICT
@@ -126,11 +127,10 @@ class UpdateRequest:
     def may_be_replay(self) -> bool:
         """Whether the calls may have been run before: another process routed them, or the turn was resumed."""
         routing = last_ai_message(self.messages)
-        routing_id = routing.id if routing else None
         with _routed_lock:
-            first_run_here = routing_id in _routed_here
+            first_run_here = routing is not None and routing_id(routing) in _routed_here
         resumed_id = (self.state.get("resumed_calls") or ("", 0))[0]
-        return not first_run_here or resumed_id == routing_id
+        return not first_run_here or resumed_id == (routing.id if routing else None)
 
     @property
     def extraction_options(self) -> dict[str, bool]:
