@@ -361,7 +361,7 @@ def run_model(model: PackagedModel, mode: str, cases: Sequence[Case], arguments:
         "MAISTRO_REPLY_TIMING": arguments.reply_timing,
         "MAISTRO_MODEL_TIMEOUT": str(MODEL_TIMEOUT_SECONDS),
     }
-    run_config = {"timezone": "UTC", **({"todo_update_limit": arguments.todo_update_limit} if arguments.todo_update_limit else {})}
+    run_config = {"timezone": "UTC", **({"collection_update_limit": arguments.todo_update_limit} if arguments.todo_update_limit else {})}
     census = Census(json_mode=mode == "json")
     with LlamaServer(binary, files[0], n_predict=arguments.n_predict) as server, environment(**variables):
         # As graph.eval.endpoint.Endpoint.client builds it, with the census's HTTP client.

@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import MISSING, Field, dataclass, field, fields
+from dataclasses import MISSING, Field, InitVar, dataclass, field, fields
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -25,6 +25,8 @@ DEFAULT_ROLE = "You are a helpful chatbot."
 AUTH_USER_KEY = "langgraph_auth_user"
 # With auth on, the operator owns cost and behaviour: a client may set only these.
 CLIENT_SETTINGS = ("user_id", "timezone")
+# Settings renamed, by their former names, which runs may still send: the limits served only the ToDos once.
+FORMER_NAMES = {"todo_prompt_limit": "collection_prompt_limit", "todo_update_limit": "collection_update_limit"}
 
 
 @dataclass(kw_only=True)
@@ -47,13 +49,21 @@ class Configuration:
         default=3,
         metadata={"description": "Memory-update rounds allowed per user turn before answering without tools.", "bounds": (0, 5)},
     )
-    todo_prompt_limit: int = field(
+    collection_prompt_limit: int = field(
         default=30,
-        metadata={"description": "Most ToDo items a prompt carries; past it, the ones relevant to the turn.", "bounds": (1, 100)},
+        metadata={
+            "description": "Most documents of each collection (the ToDos) a prompt carries; past it, the ones relevant "
+            "to the turn (its former name, todo_prompt_limit, still sets it).",
+            "bounds": (1, 100),
+        },
     )
-    todo_update_limit: int = field(
+    collection_update_limit: int = field(
         default=12,
-        metadata={"description": "Most ToDo items one update may patch or delete: the ones relevant to the turn.", "bounds": (1, 50)},
+        metadata={
+            "description": "Most documents of a collection (the ToDos) one update may patch or delete: the ones "
+            "relevant to the turn (its former name, todo_update_limit, still sets it).",
+            "bounds": (1, 50),
+        },
     )
     summary_trigger_tokens: int = field(
         default=3000,
@@ -86,6 +96,19 @@ class Configuration:
         default_factory=lambda: current_settings().default_user,
         metadata={"description": "User id used when a run names none (MAISTRO_DEFAULT_USER)."},
     )
+    # The limits' former names (`FORMER_NAMES`), taken when a run's context or a caller still uses them.
+    todo_prompt_limit: InitVar[int | None] = field(
+        default=None, metadata={"description": "The former name of collection_prompt_limit, still taken."}
+    )
+    todo_update_limit: InitVar[int | None] = field(
+        default=None, metadata={"description": "The former name of collection_update_limit, still taken."}
+    )
+
+    def __post_init__(self, todo_prompt_limit: int | None, todo_update_limit: int | None) -> None:
+        """Take a limit given by its former name, unless its current name is given too."""
+        for current, value in (("collection_prompt_limit", todo_prompt_limit), ("collection_update_limit", todo_update_limit)):
+            if value is not None and getattr(self, current) == _default(_FIELDS[current]):
+                setattr(self, current, value)
 
     @classmethod
     def from_runnable_config(cls, config: RunnableConfig | None = None, context: Any = None) -> Configuration:
@@ -97,10 +120,10 @@ class Configuration:
         sets over any client value; never taken from `context`), whatever `user_id` the client sent, and a
         client may set only `CLIENT_SETTINGS`, in either place: the rest are the operator's. Numbers are
         clamped to their bounds and a time zone must exist, whoever sets them (a bad one raises `ValueError`
-        with one sentence).
+        with one sentence). A setting may be sent by its former name (`FORMER_NAMES`); its current name wins.
         """
         configurable = (config or {}).get("configurable") or {}
-        sent = {**configurable, **_sent_in_context(context)}
+        sent = {**_current_names(configurable), **_current_names(_sent_in_context(context))}
         authenticated = _identity(configurable.get(AUTH_USER_KEY))
         allowed = [f for f in fields(cls) if not authenticated or f.name in CLIENT_SETTINGS]
         values = {f.name: _checked(f, sent[f.name]) for f in allowed if sent.get(f.name) not in (None, "")}
@@ -124,6 +147,9 @@ class Configuration:
         return f"{now.isoformat(timespec='minutes')} ({now:%A}, {now.tzname()})"
 
 
+_FIELDS = {setting.name: setting for setting in fields(Configuration)}
+
+
 def _identity(user: Any) -> str:
     """The identity of the server's authenticated user (a dict or a user object), "" for none or anonymous."""
     identity = user.get("identity") if isinstance(user, dict) else getattr(user, "identity", "")
@@ -135,12 +161,19 @@ def _default(setting: Field) -> Any:
     return setting.default_factory() if setting.default is MISSING else setting.default
 
 
+def _current_names(sent: Mapping[str, Any]) -> dict[str, Any]:
+    """`sent` with each setting sent by its former name (`FORMER_NAMES`) under its current one, unless that is
+    sent too."""
+    renamed = {FORMER_NAMES.get(name, name): value for name, value in sent.items() if name in FORMER_NAMES}
+    return {**renamed, **{name: value for name, value in sent.items() if name not in FORMER_NAMES}}
+
+
 def _sent_in_context(context: Any) -> dict[str, Any]:
     """The settings a run's `context` carries: a mapping's setting entries, or a `Configuration`'s non-default fields.
 
     Only setting names are taken, so the context can never name the authenticated user (`AUTH_USER_KEY`).
     """
-    names = {setting.name for setting in fields(Configuration)}
+    names = {setting.name for setting in fields(Configuration)} | set(FORMER_NAMES)
     if isinstance(context, Mapping):
         return {name: value for name, value in context.items() if name in names}
     if isinstance(context, Configuration):
@@ -153,7 +186,7 @@ def _sent_in_context(context: Any) -> dict[str, Any]:
 
 
 # The configurable keys a run's settings and ids are resolved from.
-RUN_KEYS = (*(setting.name for setting in fields(Configuration)), AUTH_USER_KEY, "thread_id")
+RUN_KEYS = (*(setting.name for setting in fields(Configuration)), *FORMER_NAMES, AUTH_USER_KEY, "thread_id")
 # How many runs' resolved settings are kept (a run normally finishes long before this many others start).
 RUNS_KEPT = 1024
 _resolved: OrderedDict[int, tuple[RunControl, tuple, RunSettings]] = OrderedDict()

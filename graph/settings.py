@@ -40,6 +40,11 @@ MAX_NODE_THREADS = 1024
 DEFAULT_MAX_INSTRUCTION_CHARS = 4000
 # Its highest setting: 20,000 Chinese characters are 60 kB of JSON, under the store's 64 KiB per document.
 MAX_INSTRUCTION_CHARS = 20_000
+# The most tokens a model's answer may take by default (MAISTRO_MAX_REPLY_TOKENS): a long reply, and a bound on a small
+# model that would otherwise repeat a clause until its context is full (issue 32: 7,600 tokens, 13 minutes).
+DEFAULT_MAX_REPLY_TOKENS = 1024
+# The fewest tokens a context window (MAISTRO_CONTEXT_TOKENS) may have: the chat prompt's rules alone take about 600.
+MIN_CONTEXT_TOKENS = 1024
 
 
 class SettingsError(ValueError):
@@ -199,6 +204,8 @@ class Settings(BaseModel):
     max_instruction_chars: int = Field(
         DEFAULT_MAX_INSTRUCTION_CHARS, ge=1, le=MAX_INSTRUCTION_CHARS, alias="MAISTRO_MAX_INSTRUCTION_CHARS", description='The most characters the instructions (and any free-text kind) may hold; a longer text is refused whole.'
     )
+    max_reply_tokens: int = Field(DEFAULT_MAX_REPLY_TOKENS, ge=16, le=100_000, alias="MAISTRO_MAX_REPLY_TOKENS", description="The most tokens one answer of the model may take (sent as `max_tokens`); a reply cut there ends with a sentence saying so and is carried as cut.")
+    context_tokens: int | None = Field(None, ge=MIN_CONTEXT_TOKENS, alias="MAISTRO_CONTEXT_TOKENS", description="The model's context window in tokens when the endpoint does not say (llama.cpp's `/props` does); unset: unknown until a refusal tells it.")
     reply_timing: Literal[REPLY_TIMINGS] = Field("first", alias="MAISTRO_REPLY_TIMING", description="`first`: a memory turn's reply comes with its `UpdateMemory` calls; `after_updates`: the tutorial's flow, a second chat call after the updates.")  # type: ignore[valid-type]
     call_mode: Literal[CALL_MODES] = Field("auto", alias="MAISTRO_CALL_MODE", description='How memory updates are asked of the model: `tools`, `json` (schema-constrained JSON, for models without tool calling) or `auto` (tools unless a pre-check says the model cannot call them).')  # type: ignore[valid-type]
     memory_kinds_spec: Annotated[str, AfterValidator(_memory_kinds)] = Field("", alias="MAISTRO_MEMORY_KINDS", description="`module:NAME`, a list of `graph.MemoryKind` the server, the CLI and the memory page use; unset: the tutorial's three.")

@@ -15,9 +15,7 @@ You are designed to be a companion to a user, helping them keep track of their {
 You have a long term memory which keeps track of these things:
 {memory_list}
 
-Current date and time: {now}
-
-{memory_sections}
+The current date and time and the user's memories as they are now come in a system message right before the user's latest message.
 
 Here are your instructions for reasoning about the user's messages:
 
@@ -35,6 +33,12 @@ Here are your instructions for reasoning about the user's messages:
 5. {reply_rule}
 
 6. {language_rule}"""
+
+# What changes from turn to turn, placed right before the user's latest message so that everything before it stays the
+# same and a local server reuses its cache of the prompt (graph/nodes/chat.py).
+CHAT_CONTEXT = """Current date and time: {now}
+
+{memory_sections}"""
 
 # Rule 5 of the chat prompt, by reply timing (MAISTRO_REPLY_TIMING): the tutorial's, where the reply comes after
 # the memory updates, and the default, where it comes in the same message as the UpdateMemory calls.
@@ -146,6 +150,15 @@ greetings and repetition. Write it in the language(s) the user used.
 
 # Tool answers and notices: what the model (and, through its replies, the user) is told by the nodes.
 
+CUT_REPLY_NOTICE = "(This reply was cut off: it reached the limit of {limit:,} tokens an answer may take, MAISTRO_MAX_REPLY_TOKENS.)"
+
+# A cut reply as later prompts carry it (graph/thread/cut_replies.py): its beginning, and that the rest is left out.
+CUT_REPLY_PROMPTED = "{start} […]\n(This reply was cut off at the length limit; the rest is left out.)"
+
+# The context window (graph/thread/window.py): why a message could not be sent whole, and what an oversized earlier
+# message is cut to in the prompt.
+CUT_IN_PROMPT = "{start} […]"
+
 TRUNCATED_NOTICE = "(Your message was {total:,} characters long; I read only the first {kept:,}.)"
 
 EMPTY_MESSAGE_REPLY = "Your message was empty. What would you like me to do or remember?"
@@ -229,7 +242,7 @@ SAVED_REPLY_FALLBACK = "Done. {notes}."
 # The count under a collection's rows in the chat prompt when the turn shows only part of it (the ToDo list
 # keeps its own, graph/memory/rendering.py).
 NOT_SHOWN_OPEN_AND_CLOSED = (
-    "(Not shown: {open} more open and {closed} closed items. Items the user names are always shown.)"
+    "(Not shown: {open} more open and {closed} {closed_name} items. Items the user names are always shown.)"
 )
 
 NOT_SHOWN = "(Not shown: {count} more items. Items the user names are always shown.)"

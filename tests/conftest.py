@@ -18,6 +18,7 @@ import pytest
 
 from graph import build_graph, close_graph
 from graph.app.scripted_model import ScriptedChatModel
+from graph.backends.context_window import forget_windows
 from tests.support import postgres_server
 from tests.support.openai_stub import OpenAIStub
 from tests.support.stub_script import Script
@@ -126,6 +127,8 @@ def no_real_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # The suite's scripts play tool-calling models; under the default "auto" each endpoint would first get the
     # call mode's pre-check. The call mode's own tests (tests/test_call_mode.py, tests/test_json_mode.py) set it.
     monkeypatch.setenv("MAISTRO_CALL_MODE", "tools")
+    # Context windows are remembered per endpoint URL, and a later stub may get an earlier one's port.
+    forget_windows()
 
 
 @pytest.fixture

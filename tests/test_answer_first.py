@@ -46,13 +46,13 @@ def test_a_reply_beside_its_calls_ends_the_turn_without_a_second_chat_call(agent
 
     def sees_the_new_todo(messages, tools):
         assert_tool_calls_answered(messages)
-        return say("Your list has the dentist." if DENTIST in messages[0].text else "Your list is empty.")
+        return say("Your list has the dentist." if DENTIST in messages[-2].text else "Your list is empty.")
 
     model.add("task_maistro", sees_the_new_todo)
     thread = turn(agent, "What is on my list?")
 
     assert thread[-1].text == "Your list has the dentist."
-    history = model.calls[-1].messages[1:]
+    history = [m for m in model.calls[-1].messages[1:] if m.type != "system"]
     assert [(m.type, m.text) for m in history] == [
         ("human", "Remind me to book a dentist."),
         ("ai", "I'll add the dentist to your list."),
@@ -229,7 +229,7 @@ def test_a_kill_between_the_reply_and_the_commit_saves_once_before_the_next_mess
     assert list(todos(agent)) == ["Water the plants"]
     assert [m.type for m in thread] == ["human", "ai", "tool", "human", "ai"]
     assert len(model.calls_in("task_maistro")) == chat_calls + 1, "the resumed update needs no chat model call"
-    assert [(m.type, m.text) for m in model.calls[-1].messages[1:]] == [
+    assert [(m.type, m.text) for m in model.calls[-1].messages[1:] if m.type != "system"] == [
         ("human", "Remind me to water the plants."),
         ("ai", "I'll remember the plants."),
         ("human", "Hello?"),

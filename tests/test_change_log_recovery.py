@@ -15,7 +15,8 @@ from langgraph.store.sqlite import SqliteStore
 from graph.backends.sqlite import DATABASE_FILE, connect
 from graph.backends.storage import open_store
 from graph.memory import admin
-from graph.memory.context import select_todos
+from graph.memory.context import select_collection
+from graph.memory.kinds import TODO as TODO_KIND
 from graph.memory.store import namespace
 from tests.support import postgres_server
 from tests.support.helpers import chore, fill
@@ -26,7 +27,7 @@ NS = namespace(TODO, "u")
 
 def agent_view(store) -> set[str]:
     """The tasks the agent's reader shows (through the change log), checked against what the store holds."""
-    shown = {item.value["task"] for item in select_todos(store, "u", "hello", limit=1000).items}
+    shown = {item.value["task"] for item in select_collection(TODO_KIND, store, "u", "hello", limit=1000).items}
     stored = {item.value["task"] for item in store.search(NS, limit=100_000)}
     assert shown == stored, f"the agent shows {sorted(shown ^ stored)} unlike the store"
     return shown
@@ -100,7 +101,7 @@ def test_forgets_while_another_process_keeps_writing_leave_the_log_whole(databas
         thread.start()
         started.wait()
         for _ in range(5):
-            select_todos(reader, "u", "hello", limit=1000)  # while writes go on, the store moves on after any read
+            select_collection(TODO_KIND, reader, "u", "hello", limit=1000)  # while writes go on, the store moves on after any read
             admin.forget_user(forgetter, InMemorySaver(), "u")
         thread.join()
         agent_view(reader)  # the agent shows exactly what the store holds

@@ -197,7 +197,7 @@ def test_chat_reports_a_server_error_and_the_same_message_can_be_sent_again(stub
         "✎ ToDo added: Book swim lessons",
         "I added the swim lessons.",
     ]
-    assert [m["role"] for m in chat_requests(stub)[-1]["messages"]] == ["system", "user", "assistant", "tool"]
+    assert [m["role"] for m in chat_requests(stub)[-1]["messages"]] == ["system", "system", "user", "assistant", "tool"]
     assert all(request.get("stream") for request in chat_requests(stub))
 
 
@@ -225,7 +225,7 @@ def test_chat_slash_commands_print_plain_text(stored, stub, script):
     assert "Book swim lessons" in out and "San Francisco" in out and "Name local vendors." in out
     assert "Unknown command /bogus; /help lists the commands." in out
     assert "New thread " in out and out.rstrip().endswith("Hi there.")
-    assert [m["content"] for m in chat_requests(stub)[-1]["messages"][1:]] == ["Hello"]
+    assert [m["content"] for m in chat_requests(stub)[-1]["messages"][2:]] == ["Hello"], "after the context block"
 
 
 def run_chat_process(*args: str, input: str) -> subprocess.CompletedProcess:
@@ -273,8 +273,9 @@ def test_chat_process_saves_memory_and_the_next_run_continues_the_thread(stub, s
     assert second.returncode == 0 and "Traceback" not in err and out.strip() == ""
     sent = chat_requests(stub)[-1]["messages"]
     # The ended turn reaches the prompt without its tool-call bookkeeping; the thread below keeps it.
-    assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
-    assert sent[1]["content"] == "My wife asked me to book swim lessons." and "Book swim lessons" in sent[0]["content"]
+    # The memories come in the context block right before the latest message (what changes, last).
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "system", "user"]
+    assert sent[1]["content"] == "My wife asked me to book swim lessons." and "Book swim lessons" in sent[3]["content"]
     agent = build_graph(data_dir)
     thread = agent.get_state({"configurable": {"thread_id": last_thread(agent.checkpointer, "Lance")}})
     assert [m.type for m in thread.values["messages"]] == ["human", "ai", "tool", "ai", "human", "ai"]

@@ -4,12 +4,15 @@ and no message ever costs more model calls than MAISTRO_MAX_MODEL_CALLS."""
 import pytest
 from langchain_core.messages import HumanMessage
 
+from graph import build_graph, close_graph
 from graph.app.scripted_model import calls, route, say, todo
 from graph.backends.model import ModelCallLimitError
 from graph.configuration import AUTH_USER_KEY, Configuration
+from graph.memory.kinds import TODO
+from graph.memory.store import namespace
 from tests.support.helpers import config, todos
 
-GREEDY = {"model": "o1-pro", "role": "Leak.", "max_memory_rounds": 100, "todo_prompt_limit": 10**6, "timezone": "Asia/Tokyo"}
+GREEDY = {"model": "o1-pro", "role": "Leak.", "max_memory_rounds": 100, "collection_prompt_limit": 10**6, "timezone": "Asia/Tokyo"}
 
 
 def settings(**configurable) -> Configuration:
@@ -19,7 +22,7 @@ def settings(**configurable) -> Configuration:
 def test_with_auth_a_client_sets_only_the_time_zone(monkeypatch):
     monkeypatch.setenv("MAISTRO_MODEL", "operator-model")
     chosen = settings(**GREEDY, **{AUTH_USER_KEY: {"identity": "alice"}})
-    assert (chosen.model, chosen.role, chosen.max_memory_rounds, chosen.todo_prompt_limit) == (
+    assert (chosen.model, chosen.role, chosen.max_memory_rounds, chosen.collection_prompt_limit) == (
         "operator-model",
         Configuration().role,
         3,
@@ -30,9 +33,31 @@ def test_with_auth_a_client_sets_only_the_time_zone(monkeypatch):
 
 def test_numbers_are_clamped_for_every_client():
     chosen = settings(**GREEDY)
-    assert (chosen.model, chosen.max_memory_rounds, chosen.todo_prompt_limit) == ("o1-pro", 5, 100)
-    assert settings(max_memory_rounds=-3, todo_update_limit="many").max_memory_rounds == 0
-    assert settings(todo_update_limit="many").todo_update_limit == Configuration().todo_update_limit
+    assert (chosen.model, chosen.max_memory_rounds, chosen.collection_prompt_limit) == ("o1-pro", 5, 100)
+    assert settings(max_memory_rounds=-3, collection_update_limit="many").max_memory_rounds == 0
+    assert settings(collection_update_limit="many").collection_update_limit == Configuration().collection_update_limit
+
+
+def test_the_limits_former_names_still_set_them_and_the_current_names_win():
+    former = settings(todo_prompt_limit=7, todo_update_limit=10**6)
+    assert (former.collection_prompt_limit, former.collection_update_limit) == (7, 50)
+    both = Configuration.from_runnable_config(
+        {"configurable": {"todo_prompt_limit": 7, "collection_prompt_limit": 9}}, context={"todo_update_limit": 4}
+    )
+    assert (both.collection_prompt_limit, both.collection_update_limit) == (9, 4)
+    assert settings(todo_prompt_limit=7, **{AUTH_USER_KEY: {"identity": "alice"}}).collection_prompt_limit == 30
+    assert Configuration(todo_update_limit=4).collection_update_limit == 4
+
+
+def test_a_run_context_with_a_former_limit_name_bounds_the_prompt(model, tmp_path):
+    agent = build_graph(tmp_path / "data", chat_model=lambda _: model)
+    for n in range(3):
+        agent.store.put(namespace(TODO, "Lance"), f"t{n}", {"task": f"Task {n}", "solutions": ["x"], "status": "not started"}, index=False)
+    model.add("task_maistro", say("Hello."))
+    agent.invoke({"messages": [HumanMessage("Hello")]}, config(), context={"todo_prompt_limit": 1})
+    close_graph(agent)
+
+    assert "(Not shown: 2 more open and 0 done or archived items." in model.calls_in("task_maistro")[0].system
 
 
 def test_a_time_zone_that_does_not_exist_is_one_sentence():

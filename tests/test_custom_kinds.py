@@ -26,17 +26,17 @@ from graph.app.cli import app
 from graph.app.scripted_model import calls, document, documents_in_prompt, patch_where, replace, route, say
 from graph.app.session import ChatSession
 from graph.app.terminal import line_reader, run_chat
-from graph.backends import todo_changes
+from graph.backends import collection_changes
+from graph.backends.collection_changes import CollectionChangeLog
 from graph.backends.storage import open_store
-from graph.backends.todo_changes import TodoChangeLog
 from graph.memory import kinds as kinds_module
 from graph.memory.admin import export_memories, forget_user, import_memories
 from graph.memory.changes import list_history, undo_change
 from graph.memory.context import read_turn_memories
-from graph.memory.kinds import kind_named, load_memory_kinds
-from graph.memory.rendering import COLLECTION_TOKENS, render_collection
+from graph.memory.kinds import COLLECTION_TOKENS, kind_named, load_memory_kinds
+from graph.memory.rendering import render_collection
 from graph.memory.store import namespace, read_kind
-from graph.nodes.chat import chat_system_message
+from graph.nodes.chat import chat_context, chat_system_prompt
 from graph.settings import Settings
 from graph.text_tokens import count_text_tokens
 from tests.support.custom_kinds import CONTACT, HEALTH, KINDS
@@ -88,7 +88,7 @@ def test_new_kinds_are_routed_extracted_with_trustcall_stored_and_shown_in_the_p
     assert reports == ["Contact list changes:\ncreated: Ada", "Health updated: allergies."], "conditions stayed empty"
     model.add("task_maistro", say("Ada is your sister."))
     turn(kinds_agent, "Who is Ada?")
-    next_prompt = model.calls_in("task_maistro")[-1].messages[0].content
+    next_prompt = model.calls_in("task_maistro")[-1].system
     assert "(name | phone | relation)\n- Ada | 555-0100 | sister" in next_prompt, "a collection's rows"
     assert '"allergies": ["peanuts"]' in next_prompt
     assert sorted((e["kind"], e["action"]) for e in list_history(kinds_agent.store, "Lance")) == [
@@ -130,7 +130,7 @@ def test_a_kind_renders_its_own_prompt_section(model, tmp_path):
     turn(agent, "Who is Ada?")
     close_graph(agent)
 
-    assert "<contact>\nAda (555-0100)\n</contact>" in model.calls_in("task_maistro")[-1].messages[0].content
+    assert "<contact>\nAda (555-0100)\n</contact>" in model.calls_in("task_maistro")[-1].system
 
 
 def test_an_update_type_of_no_kind_is_answered_with_the_choices(kinds_agent, model):
@@ -400,7 +400,7 @@ def test_a_collection_with_a_status_field_counts_its_closed_documents_apart(tmp_
             PutOp(namespace(HABIT, "u"), f"h{n}", {"name": f"Habit {n}", "status": "dropped" if n % 2 else "active"})
             for n in range(100)
         ])
-        settings = Configuration(user_id="u", todo_prompt_limit=10, todo_update_limit=5)
+        settings = Configuration(user_id="u", collection_prompt_limit=10, collection_update_limit=5)
         memories = read_turn_memories(store, settings, [HumanMessage("hello")], (*DEFAULT_MEMORY_KINDS, HABIT))
 
     shown = memories.prompt["habit"]
@@ -413,14 +413,14 @@ def test_a_collection_with_a_status_field_counts_its_closed_documents_apart(tmp_
 
 def test_a_turn_reads_only_the_documents_of_an_added_collection_that_changed(database, monkeypatch):
     fetched: list[dict] = []
-    read = TodoChangeLog.read_memory_rows
+    read = CollectionChangeLog.read_memory_rows
 
     def counting(store, user_id, kinds, marks):
         rows = read(store, user_id, kinds, marks)
         fetched.append({name: len(changes) for name, changes in rows.changes.items()})
         return rows
 
-    monkeypatch.setattr(TodoChangeLog, "read_memory_rows", counting)
+    monkeypatch.setattr(CollectionChangeLog, "read_memory_rows", counting)
     settings = Configuration(user_id="u")
     with open_store(**database) as reader, open_store(**database) as writer:
         add_contacts(writer, "u", 200)
@@ -431,7 +431,7 @@ def test_a_turn_reads_only_the_documents_of_an_added_collection_that_changed(dat
         writer.delete(namespace(CONTACT, "u"), "contact-00007")
         memories = read_turn_memories(reader, settings, [HumanMessage("Call the Okapi Keeper")], KINDS)
         forget_user(writer, InMemorySaver(), "u")
-        logged = dict(query_rows(writer, database, f"SELECT prefix, count(*) FROM {todo_changes.TABLE} GROUP BY prefix"))
+        logged = dict(query_rows(writer, database, f"SELECT prefix, count(*) FROM {collection_changes.TABLE} GROUP BY prefix"))
         after_forget = read_turn_memories(reader, settings, [HumanMessage("hello")], KINDS)
 
     # After the forget, the read finds the count of forgotten users changed and reads every list again.
@@ -464,11 +464,11 @@ TONE = MemoryKind(name="tone", schema=Tone, collection=False, description="how t
 
 
 def system_prompt(kinds, user_id: str = "Lance", store=None) -> str:
-    """The chat prompt of a turn that says hello, for `kinds`."""
+    """The chat prompt of a turn that says hello, for `kinds`: its stable part and the context block with the memories."""
     store = store or InMemoryStore()
     settings = Configuration(user_id=user_id)
     memories = read_turn_memories(store, settings, [HumanMessage("hello")], kinds)
-    return chat_system_message(memories, settings, "", kinds).content
+    return chat_system_prompt(settings, kinds) + "\n\n" + chat_context(memories, settings, kinds).content
 
 
 def test_the_chat_prompt_names_the_memories_declared_and_tells_the_user_of_each_change():

@@ -18,7 +18,7 @@ from graph.app.scripted_model import ScriptedChatModel, calls, profile, route, s
 from graph.memory import index_outage
 from graph.memory.admin import user_items
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes
-from graph.memory.context import select_todos
+from graph.memory.context import select_collection
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS
 from graph.memory.kinds import TODO as TODO_KIND
 from graph.memory.store import HISTORY, namespace, search_all
@@ -141,7 +141,7 @@ def test_searches_rank_by_words_while_the_index_fails(storage, endpoint, caplog)
     endpoint.stop()
 
     with caplog.at_level(logging.INFO):
-        shown = select_todos(agent.store, "Lance", "Did I renew my passport?", limit=4).items
+        shown = select_collection(TODO_KIND, agent.store, "Lance", "Did I renew my passport?", limit=4).items
         page = search_memories(agent.store, "Lance", DEFAULT_MEMORY_KINDS, "passport", limit=3)
 
     assert "Renew passport" in [item.value["task"] for item in shown]

@@ -30,8 +30,8 @@ def test_two_memories_and_recall_through_chat_openai(agent, stub, script):
     script.add("chat", text_reply("You need to book swim lessons."))
     agent.invoke({"messages": [HumanMessage("What's on my list?")]}, config(thread_id="2"))
     last_prompt = stub.requests[-1]["messages"]
-    assert "Book swim lessons" in last_prompt[0]["content"]
-    assert [m["role"] for m in last_prompt] == ["system", "user"]
+    assert "Book swim lessons" in last_prompt[1]["content"], "the context block right before the message"
+    assert [m["role"] for m in last_prompt] == ["system", "system", "user"]
 
 
 def test_reply_streams_token_by_token_and_extraction_stays_quiet(agent, stub, script):
@@ -66,6 +66,6 @@ def test_thread_recovers_after_a_turn_that_died_mid_update(agent, stub, script):
     extraction, chat = stub.requests[-2:]
     assert [m["role"] for m in extraction["messages"]] == ["system", "user"]
     assert extraction["messages"][1]["content"] == "Remind me to water the plants."
-    assert [m["role"] for m in chat["messages"]] == ["system", "user", "assistant", "tool", "user"]
+    assert [m["role"] for m in chat["messages"]] == ["system", "user", "assistant", "tool", "system", "user"]
     assert list(todos(agent)) == ["Water the plants"]
 

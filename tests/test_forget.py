@@ -18,11 +18,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graph import build_graph, close_graph, open_store
 from graph.backends.atomic_postgres import WAL_KEPT
+from graph.backends.collection_changes import TABLE as CHANGE_LOG
+from graph.backends.collection_changes import VECTORS
 from graph.backends.list_index import INDEX as LIST_INDEX
 from graph.backends.sqlite import DATABASE_FILE, connect
 from graph.backends.storage import close_storage, open_storage
-from graph.backends.todo_changes import TABLE as CHANGE_LOG
-from graph.backends.todo_changes import VECTORS
 from graph.memory.admin import forget_user
 from graph.memory.changes import HISTORY, ChangeContext, MemoryChange, commit_changes, undo_change
 from graph.memory.kinds import TODO as TODO_KIND

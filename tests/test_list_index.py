@@ -91,7 +91,7 @@ def errand(rng: random.Random, n: int) -> dict:
 def selected(store, kind: MemoryKind, query: str, limit: int):
     """The selection of the user's list of `kind` a turn whose user says `query` shows, read afresh."""
     LISTS._lists.clear()
-    settings = Configuration(user_id="u", todo_prompt_limit=limit, todo_update_limit=limit)
+    settings = Configuration(user_id="u", collection_prompt_limit=limit, collection_update_limit=limit)
     return read_turn_memories(store, settings, [HumanMessage(query)], (kind,)).prompt[kind.name]
 
 
@@ -254,7 +254,7 @@ def test_a_truncated_store_table_is_indexed_again_when_the_change_log_finds_it(f
             conn.execute("TRUNCATE store")
         fill(store, "u", 10)
         assert store.read_list_head("u", TODO, ["batch"], 4, 24, least=1) is None
-        settings = Configuration(user_id="u", todo_prompt_limit=6, todo_update_limit=6)
+        settings = Configuration(user_id="u", collection_prompt_limit=6, collection_update_limit=6)
         read = read_turn_memories(store, settings, [HumanMessage("batch")], (TODO,))  # the process held the list
         assert read.prompt[TODO.name].hidden_open == 4
         assert store.read_list_head("u", TODO, ["batch"], 4, 24, least=1).total == 10

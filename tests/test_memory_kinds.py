@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from graph import DEFAULT_MEMORY_KINDS, MemoryKind
 from graph.memory.admin import export_memories, import_memories
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, document_problem, list_history
+from graph.memory.formats import Column
 from graph.memory.kinds import GRAPH_NAMES, RESERVED_NAMES, UnknownKindError, kind_named
 from graph.memory.store import HISTORY, INTERNAL_NAMESPACES, namespace, read_kind
 from graph.state import State
@@ -114,6 +115,24 @@ class Tone(BaseModel):
         ({"node": "task_maistro"}, "has node 'task_maistro', a name the graph uses itself"),
         ({"node": "__end__"}, "has node '__end__', a name the graph uses itself"),
         ({"node": "messages"}, "has node 'messages', a name the graph uses itself"),
+        ({"expiring_statuses": ("done",)}, "has expiring_statuses, which must be status values that are not open ones"),
+        (
+            {"status_field": "phone", "open_statuses": ("x",), "expiring_statuses": ("x",)},
+            "has expiring_statuses, which must be status values that are not open ones",
+        ),
+        ({"expiring_statuses": "done"}, "needs expiring_statuses as a list of strings, not one string"),
+        ({"prompt_tokens": 0}, "has prompt_tokens 0; it must be a positive number or None"),
+        ({"columns": (Column("email"),)}, "has a column that is not a Column of a field of Contact"),
+        ({"context_kinds": ("contact",)}, "has context_kinds 'contact', which is not the name of another kind"),
+        ({"instruction": "Keep {contacts} {now}"}, "has an instruction naming {contacts}; it may name language_rule, now"),
+        (
+            {"schema": Instructions, "collection": False, "text": True, "context_kinds": ("profile",)},
+            "sets context_kinds, which a free-text kind (rewritten from itself) cannot read",
+        ),
+        (
+            {"schema": Instructions, "collection": False, "text": True, "instruction": "Rewrite {current} by {now}"},
+            "has an instruction naming {now}; it may name current, description, memory",
+        ),
     ],
 )
 def test_a_declaration_that_would_fail_later_is_refused_when_declared_naming_the_field(fields, message):

@@ -8,7 +8,8 @@ from graph.app.scripted_model import ScriptedChatModel
 from graph.backends.embeddings import index_config
 from graph.backends.postgres import VECTOR_INDEX
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes
-from graph.memory.context import select_todos
+from graph.memory.context import select_collection
+from graph.memory.kinds import TODO as TODO_KIND
 from graph.memory.store import namespace
 from tests.support.custom_kinds import CONTACT, KINDS
 from tests.support.helpers import fill
@@ -36,7 +37,7 @@ def test_a_differently_worded_item_is_found_only_through_the_index(storage):
         agent.store.put(namespace(TODO, user), "swim", SWIM)
         fill(agent.store, user, 100)
 
-        selection = select_todos(agent.store, user, "Did I sign my kid up for swimming yet?", limit=12)
+        selection = select_collection(TODO_KIND, agent.store, user, "Did I sign my kid up for swimming yet?", limit=12)
         close_graph(agent)
 
         assert ("swim" in [item.key for item in selection.items]) is expected

@@ -87,7 +87,7 @@ def test_ended_turns_reach_the_chat_prompt_without_their_bookkeeping(agent, mode
 
     first_call_of_last_turn = model.calls_in("task_maistro")[-2]
     types = [m.type for m in first_call_of_last_turn.messages]
-    assert types == ["system", "human", "ai", "human", "ai", "human"], types
+    assert types == ["system", "human", "ai", "human", "ai", "system", "human"], types
     assert not any(m.type == "ai" and m.tool_calls for m in first_call_of_last_turn.messages)
     answer = model.calls_in("task_maistro")[-1]
     assert [m.type for m in answer.messages][-3:] == ["human", "ai", "tool"], "the current turn keeps its own"

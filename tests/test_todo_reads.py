@@ -12,13 +12,14 @@ from langgraph.store.postgres import PostgresStore
 from langgraph.store.sqlite import SqliteStore
 from psycopg.types.json import Jsonb
 
-from graph.backends import todo_changes
+from graph.backends import collection_changes
 from graph.backends.atomic_postgres import AtomicPostgresStore
+from graph.backends.collection_changes import CollectionChangeLog
 from graph.backends.sqlite import DATABASE_FILE, connect
 from graph.backends.storage import open_store
-from graph.backends.todo_changes import TodoChangeLog
 from graph.memory.admin import forget_user
-from graph.memory.context import select_todos
+from graph.memory.context import select_collection
+from graph.memory.kinds import TODO as TODO_KIND
 from graph.memory.selection import LISTS
 from graph.memory.store import namespace
 from tests.support.helpers import chore, fill
@@ -31,19 +32,19 @@ NS = namespace(TODO, "u")
 def fetched(monkeypatch) -> list[int]:
     """How many ToDo rows each read fetched from the database, in order."""
     counts: list[int] = []
-    read = TodoChangeLog.read_memory_rows
+    read = CollectionChangeLog.read_memory_rows
 
     def counting(store, user_id, kinds, marks):
         rows = read(store, user_id, kinds, marks)
         counts.append(sum(map(len, rows.changes.values())))
         return rows
 
-    monkeypatch.setattr(TodoChangeLog, "read_memory_rows", counting)
+    monkeypatch.setattr(CollectionChangeLog, "read_memory_rows", counting)
     return counts
 
 
 def tasks(store, query: str = "hello") -> set[str]:
-    selection = select_todos(store, "u", query, limit=30)
+    selection = select_collection(TODO_KIND, store, "u", query, limit=30)
     assert len(selection.items) + selection.hidden_open + selection.hidden_closed == total(store)
     return {item.value["task"] for item in selection.items}
 
@@ -194,12 +195,12 @@ def test_the_change_log_setup_runs_each_migration_once_and_then_only_those_a_dat
 
 def migrations_run(store, database: dict) -> list[int]:
     """The change log migrations the database records as run."""
-    return [row[0] for row in query(store, database, f"SELECT v FROM {todo_changes.MIGRATIONS} ORDER BY v")]
+    return [row[0] for row in query(store, database, f"SELECT v FROM {collection_changes.MIGRATIONS} ORDER BY v")]
 
 
 def log_prefixes(store, database: dict) -> dict[str, int]:
     """How many log rows each prefix has, read straight from the database."""
-    return dict(query(store, database, f"SELECT prefix, count(*) FROM {todo_changes.TABLE} GROUP BY prefix"))
+    return dict(query(store, database, f"SELECT prefix, count(*) FROM {collection_changes.TABLE} GROUP BY prefix"))
 
 
 def query(store, database: dict, statement: str) -> list[tuple]:
@@ -228,7 +229,7 @@ def test_a_first_read_builds_the_items_of_only_what_the_turn_can_show(database, 
         LISTS._lists.clear()  # as in a fresh process
         with monkeypatch.context() as patched:
             patched.setattr(Item, "__init__", counted)
-            selection = select_todos(store, "u", "okapi", limit=30)
+            selection = select_collection(TODO_KIND, store, "u", "okapi", limit=30)
         stored = {item.key: item for item in store.search(NS, limit=100_000)}
 
     assert len(built) <= 2 * 30, f"{len(built)} items of 1,000 built by a first read"

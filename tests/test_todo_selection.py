@@ -8,7 +8,7 @@ from langgraph.store.memory import InMemoryStore
 
 from graph.app.scripted_model import patch_where, replace, route, say
 from graph.backends.storage import open_store
-from graph.memory.context import select_todos
+from graph.memory.context import select_collection
 from graph.memory.kinds import TODO as TODO_KIND
 from graph.memory.selection import LISTS, PreparedList, deadline_of, entry, stored_entry, terms, text_terms
 from graph.memory.store import namespace
@@ -21,7 +21,7 @@ from tests.support.stored_names import TODO
 def test_short_lists_are_shown_whole():
     store = InMemoryStore()
     fill(store, "u", 12)
-    selection = select_todos(store, "u", "anything", limit=30)
+    selection = select_collection(TODO_KIND, store, "u", "anything", limit=30)
     assert len(selection.items) == 12 and selection.hidden_open == selection.hidden_closed == 0
 
 
@@ -32,7 +32,7 @@ def test_a_named_item_is_found_in_a_list_of_two_thousand():
                                                    "solutions": ["Bring hay"], "deadline": None, "time_to_complete": 5})
     fill(store, "u", 10)
 
-    selection = select_todos(store, "u", "I fed the zebra, mark it done", limit=30)
+    selection = select_collection(TODO_KIND, store, "u", "I fed the zebra, mark it done", limit=30)
 
     assert "item-zebra" in [item.key for item in selection.items]
     assert len(selection.items) == 30
@@ -45,7 +45,7 @@ def test_chinese_names_match_by_character_bigrams():
     store.put(namespace(TODO, "u"), "swim", {"task": "给女儿报名游泳课", "status": "not started", "solutions": ["问问社区中心"],
                                              "deadline": None, "time_to_complete": 30})
     assert {"游泳", "报名"} <= terms("游泳课报名好了")
-    selection = select_todos(store, "u", "游泳课报名好了", limit=10)
+    selection = select_collection(TODO_KIND, store, "u", "游泳课报名好了", limit=10)
     assert "swim" in [item.key for item in selection.items]
 
 
@@ -54,7 +54,7 @@ def test_closed_items_are_counted_not_shown():
     fill(store, "u", 40, status="done")
     store.put(namespace(TODO, "u"), "open", {"task": "Book dentist", "status": "not started", "solutions": ["Dr. Lee"],
                                              "deadline": None, "time_to_complete": 5})
-    selection = select_todos(store, "u", "hello", limit=10)
+    selection = select_collection(TODO_KIND, store, "u", "hello", limit=10)
     assert [item.key for item in selection.items] == ["open"]
     assert selection.hidden_open == 0 and selection.hidden_closed == 40
 
@@ -87,15 +87,15 @@ def test_a_list_read_again_prepares_only_what_changed(tmp_path, monkeypatch):
     monkeypatch.setattr("graph.memory.list_reads.stored_entry", counted_entry)
     with open_store(tmp_path, "", "") as store:
         fill(store, "u", 200)
-        select_todos(store, "u", "hello", limit=30)
+        select_collection(TODO_KIND, store, "u", "hello", limit=30)
         assert len(prepared) == 200
         prepared.clear()
 
-        assert "item-00042" not in [i.key for i in select_todos(store, "u", "okapi", limit=30).items]
+        assert "item-00042" not in [i.key for i in select_collection(TODO_KIND, store, "u", "okapi", limit=30).items]
         store.put(namespace(TODO, "u"), "item-00042", {"task": "Brush the okapi", "status": "not started",
                                                       "solutions": [], "deadline": None, "time_to_complete": 5})
         store.delete(namespace(TODO, "u"), "item-00007")
-        selection = select_todos(store, "u", "okapi", limit=30)
+        selection = select_collection(TODO_KIND, store, "u", "okapi", limit=30)
 
         assert prepared == ["item-00042"], "unchanged items are not split into terms again"
         assert "item-00042" in [item.key for item in selection.items]
@@ -117,7 +117,7 @@ def test_the_memory_page_and_the_prompt_read_a_deadline_without_a_zone_alike(mon
         monkeypatch.delenv("TZ")
         time.tzset()
 
-    assert deadline_of(naive.value) < deadline_of(aware.value)
+    assert deadline_of(naive.value, "deadline") < deadline_of(aware.value, "deadline")
     assert page_order == ["a", "b"], "10:00 without a zone is UTC, before 09:00 at UTC-5"
 
 
@@ -134,13 +134,13 @@ def test_the_first_read_of_a_long_list_splits_no_item_into_terms(database, monke
     with open_store(**database) as store:
         fill(store, "u", 10_000)
         store.put(namespace(TODO, "u"), "item-dentist", dentist)
-        selection = select_todos(store, "u", "Mark everything about the dentist done", limit=30)
+        selection = select_collection(TODO_KIND, store, "u", "Mark everything about the dentist done", limit=30)
         assert "item-dentist" in [item.key for item in selection.items]
         assert len(split) < 20, f"the first read split {len(split)} texts into terms (the query's lines only)"
 
         split.clear()
         store.put(namespace(TODO, "u"), "item-dentist", {**dentist, "status": "done"})
-        selection = select_todos(store, "u", "Is the dentist done?", limit=30)
+        selection = select_collection(TODO_KIND, store, "u", "Is the dentist done?", limit=30)
         assert [item.value["status"] for item in selection.items if item.key == "item-dentist"] == ["done"]
         assert len(split) < 20, "a later read splits only the changed items and the query"
 
@@ -153,7 +153,7 @@ def test_a_term_is_found_by_one_search_over_the_texts_as_by_splitting_each():
     now = datetime.now(timezone.utc)
     items = [Item(value={"task": task, "solutions": [task[::-1]]}, key=f"k{n}", namespace=("todo", "u"),
                   created_at=now, updated_at=now) for n, task in enumerate(TRICKY * 3)]
-    prepared = PreparedList(TODO_KIND, [entry(item) for item in items])
+    prepared = PreparedList(TODO_KIND, [entry(item, TODO_KIND) for item in items])
     every_term = {term for e in prepared.entries.values() for term in text_terms(e.text)} | {"zebra", "字"}
     for term in sorted(every_term):
         expected = [e.item.key for e in reversed(prepared.by_recency) if term in text_terms(e.text)]

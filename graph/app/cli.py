@@ -215,20 +215,20 @@ def _show_named(name: str, user: str | None, as_json: bool, data_dir: Path | Non
 
 @app.command()
 def todos(user: UserOption = None, as_json: JsonOption = False, data_dir: DataDirOption = None) -> None:
-    """Show the ToDo list: task, status, deadline, time to complete, solutions."""
-    _show_named("todo", user, as_json, data_dir)
+    """Show the ToDo list: task, status, deadline, time to complete, solutions (`show todo`)."""
+    show("todo", user, as_json, data_dir)
 
 
 @app.command()
 def profile(user: UserOption = None, as_json: JsonOption = False, data_dir: DataDirOption = None) -> None:
-    """Show the profile: name, location, job, connections, interests."""
-    _show_named("profile", user, as_json, data_dir)
+    """Show the profile: name, location, job, connections, interests (`show profile`)."""
+    show("profile", user, as_json, data_dir)
 
 
 @app.command()
 def instructions(user: UserOption = None, as_json: JsonOption = False, data_dir: DataDirOption = None) -> None:
-    """Show the instructions for writing ToDos."""
-    _show_named("instructions", user, as_json, data_dir)
+    """Show the instructions for writing ToDos (`show instructions`)."""
+    show("instructions", user, as_json, data_dir)
 
 
 @app.command()

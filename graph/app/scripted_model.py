@@ -58,9 +58,9 @@ class ModelCall:
 
     @property
     def system(self) -> str:
-        """The text of the call's system message ("" if none)."""
-        first = self.messages[0] if self.messages else None
-        return first.text if isinstance(first, SystemMessage) else ""
+        """The text of the call's system messages, joined by a blank line ("" if none): the chat prompt's stable part
+        and its context block (the time and the memories, right before the user's latest message)."""
+        return "\n\n".join(message.text for message in self.messages if isinstance(message, SystemMessage))
 
 
 class ScriptedChatModel(BaseChatModel):

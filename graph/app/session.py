@@ -16,6 +16,7 @@ from graph.memory.history import iter_history
 from graph.memory.kinds import MemoryKind, configured_kinds, kind_for_update
 from graph.memory.notes import change_notes
 from graph.nodes.update import MEMORY_UPDATE_EVENT
+from graph.thread.cut_replies import cut_notice
 from graph.thread.text_calls import speakable_prefix
 from graph.thread.tokens import truncation_notice
 from graph.thread.tool_calls import last_human_message, pending_update_calls, turn_answered
@@ -228,21 +229,26 @@ def _chat_events(
 ) -> Iterator[Token | Notice | Progress]:
     """Events for the chat node's new messages: replies not streamed, what a stored reply adds to its streamed
     text (what was held back while it might have been a call written as text), the notice that the user's
-    message was cut (once a turn, whichever reply carries it), and progress when memory updates follow. What is
-    shown is recorded in `shown`, so a reply the chat node stores again (moved after its calls' answers) is not
-    shown twice."""
+    message was cut (once a turn, whichever reply carries it), the notice that the reply was cut at the token
+    limit, and progress when memory updates follow. What is shown is recorded in `shown`, so a reply the chat
+    node stores again (moved after its calls' answers) is not shown twice."""
     for message in new_messages:
         if not isinstance(message, AIMessage):
             continue
         noted = bool(shown.notice) and message.text.startswith(shown.notice)
         text = message.text.removeprefix(shown.notice).lstrip() if noted else message.text
-        streamed = shown.streamed.get(message.id, "").rstrip()
-        if text.startswith(streamed) and text[len(streamed) :].strip():
-            yield Token(text[len(streamed) :], message.id)  # not streamed, or what was held back and is not a call
+        seen = shown.streamed.get(message.id, "")
+        cut = cut_notice(message) if seen != text else ""
+        told = text.removesuffix(cut).rstrip() if cut else text
+        streamed = seen.rstrip()
+        if told.startswith(streamed) and told[len(streamed) :].strip():
+            yield Token(told[len(streamed) :], message.id)  # not streamed, or what was held back and is not a call
         if text:
             shown.streamed[message.id] = text
         if noted and not shown.noticed:
             shown.noticed = True
             yield Notice(shown.notice)
+        if cut:
+            yield Notice(cut)
     if calls := pending_update_calls(new_messages):
         yield Progress(updating_text(calls, kinds))

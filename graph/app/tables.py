@@ -1,10 +1,9 @@
-"""Rich tables of a user's memories for the terminal: the ToDo list's own table, and for any other memory kind a
-table of its documents' fields, or a panel of its text."""
+"""Rich tables of a user's memories for the terminal: a collection's documents in the columns its kind declares
+(`MemoryKind.columns`), a single document's fields, or a panel of a text."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from rich.console import RenderableType
@@ -12,46 +11,16 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from graph.memory.kinds import TODO, MemoryKind, UnknownKindError, kind_named
+from graph.memory.formats import Column, date_time_text
+from graph.memory.kinds import MemoryKind, UnknownKindError, kind_named
 from graph.memory.rendering import capitalized
 from graph.memory.store import read_kind, read_text
 
 if TYPE_CHECKING:  # annotations only: `maistro todos` reads through whichever store it is given
     from langgraph.store.base import BaseStore, Item
 
-STATUS_STYLES = {"done": "green", "in progress": "yellow", "archived": "dim"}
 # What an undo did to the document, by the action it recorded.
 UNDONE = {"created": "restored", "deleted": "removed", "updated": "changed back"}
-
-
-def _deadline_text(deadline: str | None) -> str:
-    if not deadline:
-        return ""
-    try:
-        return datetime.fromisoformat(deadline).strftime("%Y-%m-%d %H:%M")
-    except ValueError:
-        return deadline
-
-
-def todo_table(items: Sequence[Item], user_id: str) -> RenderableType:
-    """The ToDo list: task, status, deadline, time to complete and solutions, one row per item."""
-    if not items:
-        return Text(f"No ToDos yet for {user_id}.")
-    table = Table(title=f"ToDo list of {user_id}", show_lines=True)
-    for column in ("Task", "Status", "Deadline", "Time", "Solutions"):
-        table.add_column(column)
-    for item in items:
-        todo = item.value
-        minutes = todo.get("time_to_complete")
-        status = todo.get("status") or "not started"
-        table.add_row(
-            Text(str(todo.get("task", ""))),
-            Text(status, style=STATUS_STYLES.get(status, "")),
-            _deadline_text(todo.get("deadline")),
-            f"{minutes} min" if minutes else "",
-            Text("\n".join(f"• {solution}" for solution in todo.get("solutions") or [])),
-        )
-    return table
 
 
 def readable(value: Any) -> str:
@@ -76,7 +45,7 @@ def document_table(kind: MemoryKind, document: Mapping[str, Any] | None, user_id
     """A single document's filled-in fields (the profile's), one row each, their values `readable`."""
     filled = {name: value for name, value in (document or {}).items() if value not in (None, "", [])}
     if not filled:
-        return Text(f"No {kind.title} yet for {user_id}.")
+        return Text(f"No {kind.plural} yet for {user_id}.")
     table = Table(title=f"{capitalized(kind.title)} of {user_id}", show_header=False)
     table.add_column(style="bold")
     table.add_column()
@@ -86,29 +55,33 @@ def document_table(kind: MemoryKind, document: Mapping[str, Any] | None, user_id
 
 
 def collection_table(kind: MemoryKind, items: Sequence[Item], user_id: str) -> RenderableType:
-    """A collection's documents (contacts, say), one row each, one column per field of the kind's schema."""
+    """A collection's documents (the ToDos, contacts), one row each, in the columns its kind declares."""
     if not items:
-        return Text(f"No {kind.title} yet for {user_id}.")
+        return Text(f"No {kind.plural} yet for {user_id}.")
     table = Table(title=f"{capitalized(kind.title)} of {user_id}", show_lines=True)
-    fields = list(kind.schema.model_fields)
-    for name in fields:
-        table.add_column(_heading(name))
+    for column in kind.columns:
+        table.add_column(column.heading)
     for item in items:
-        table.add_row(*(Text(readable(item.value.get(name))) for name in fields))
+        table.add_row(*(_cell(column, item.value.get(column.field)) for column in kind.columns))
     return table
+
+
+def _cell(column: Column, value: Any) -> Text:
+    """A value as its column writes it, or the column's default for none, in the column's style for it."""
+    written = (column.text or readable)(value) if value is not None else ""
+    written = written or column.default
+    return Text(written, style=column.style(written))
 
 
 def text_panel(kind: MemoryKind, text: str, user_id: str) -> RenderableType:
     """A free-text memory (the instructions for writing ToDos) in a titled panel."""
     if not text:
-        return Text(f"No {kind.title} yet for {user_id}.")
+        return Text(f"No {kind.plural} yet for {user_id}.")
     return Panel(Text(text), title=f"{capitalized(kind.title)} of {user_id}", title_align="left")
 
 
 def memory_view(store: BaseStore, kind: MemoryKind, user_id: str) -> RenderableType:
     """The table (or panel) of one memory kind of the user."""
-    if kind.name == TODO.name:
-        return todo_table(read_kind(store, kind, user_id), user_id)
     if kind.text:
         return text_panel(kind, read_text(store, kind, user_id), user_id)
     if kind.collection:
@@ -138,7 +111,7 @@ def change_summary(entry: Mapping[str, Any], kinds: Sequence[MemoryKind]) -> str
     name = kind.label if kind else entry["kind"]
     what = _summary(entry["after"] or entry["before"], kind)
     undo = " (an undo)" if entry.get("undoes") else ""
-    return f'{name} "{what}" {entry["action"]}{undo} on {_deadline_text(entry["time"])}'
+    return f'{name} "{what}" {entry["action"]}{undo} on {date_time_text(entry["time"])}'
 
 
 def undo_summary(entry: Mapping[str, Any], kinds: Sequence[MemoryKind]) -> str:
@@ -160,7 +133,7 @@ def history_table(entries: Sequence[Mapping[str, Any]], user_id: str, kinds: Seq
     for entry in entries:
         action = entry["action"] + (" (undo)" if entry.get("undoes") else "")
         table.add_row(
-            _deadline_text(entry["time"]),
+            date_time_text(entry["time"]),
             entry["id"][:8],
             entry["kind"],
             action,

@@ -21,8 +21,8 @@ from rich.text import Text
 
 from graph.app.session import ChatSession, Note, Notice, Progress, StoppedTurn, Token
 from graph.app.tables import memory_view
-from graph.backends.model import ModelUnavailableError
-from graph.memory.kinds import INSTRUCTIONS, PROFILE, TODO, UnknownKindError, kind_named
+from graph.backends.model import ContextWindowError, ModelUnavailableError
+from graph.memory.kinds import UnknownKindError, kind_named
 
 COMMANDS = {
     "/todos": "show your ToDo list",
@@ -33,7 +33,8 @@ COMMANDS = {
     "/help": "show this list",
     "/quit": "leave (Ctrl-D and Ctrl-C leave too; the thread is saved)",
 }
-MEMORY_COMMANDS = {"/todos": TODO, "/profile": PROFILE, "/instructions": INSTRUCTIONS}
+# Commands that are `/show KIND` for the tutorial's kinds.
+MEMORY_COMMANDS = {"/todos": "todo", "/profile": "profile", "/instructions": "instructions"}
 RETRY_HINT = "Your message is saved in the thread: send it again to retry."
 # The marks before a memory note: a change saved, and an update that saved less than it was asked.
 NOTE_MARK = "✎"
@@ -114,7 +115,10 @@ def endpoint_problem(error: openai.APIError) -> str:
 
 def model_problem(error: ModelUnavailableError | openai.APIError) -> str:
     """What the user reads when a turn failed at the model endpoint: the endpoint's error explained
-    (`endpoint_problem`), or the sentence of an answer that could not be used (not JSON, cut short)."""
+    (`endpoint_problem`), or the sentence of an answer that could not be used (not JSON, cut short) or of a context
+    window too small for any prompt."""
+    if isinstance(error, ContextWindowError):
+        return str(error)
     cause = error.__cause__ if isinstance(error, ModelUnavailableError) else error
     return endpoint_problem(cause) if isinstance(cause, openai.APIError) else str(error)
 
@@ -217,8 +221,8 @@ def _run_command(line: str, session: ChatSession, console: Console) -> bool:
     if command == "/quit":
         return False
     if command in MEMORY_COMMANDS:
-        console.print(memory_view(session.graph.store, MEMORY_COMMANDS[command], session.user_id))
-    elif command == "/show":
+        command, argument = "/show", MEMORY_COMMANDS[command]
+    if command == "/show":
         wanted = argument.strip()
         try:
             kind = kind_named(session.kinds, wanted)

@@ -11,7 +11,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from graph.app.scripted_model import (
     Reply,
@@ -95,7 +95,7 @@ def end_of_november(settings: Configuration) -> str:
 
 def _recall(messages: list[BaseMessage], _tools: list[str]) -> BaseMessage:
     """The new thread's answer, which only knows the list if the store put it into the prompt."""
-    if SWIM not in messages[0].text:
+    if not any(SWIM in message.text for message in messages if isinstance(message, SystemMessage)):
         return say("I can't find your ToDo list.")
     return say("With 30 minutes you could book the swim lessons for your daughter: that takes about 30 minutes.")
 

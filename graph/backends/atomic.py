@@ -14,7 +14,7 @@ transaction's snapshot at REPEATABLE READ, see `graph.backends.atomic_postgres`)
 batch writes nothing and raises `ConflictError`. Batches without conditions are LangGraph's, unchanged, and
 so is the rest of the public store API.
 
-The stores also keep the memory change log (`graph.backends.todo_changes`) and read the history through an
+The stores also keep the memory change log (`graph.backends.collection_changes`) and read the history through an
 index of their own (`graph.backends.history_sql`), each in its own SQL dialect.
 """
 
@@ -29,23 +29,23 @@ from langgraph.store.base import Op, PutOp, Result
 from langgraph.store.sqlite import SqliteStore
 
 from graph.backends import list_index
-from graph.backends.history_sql import HISTORY_PREFIX, INDEX, PRUNED, HistorySql, history_prefix
-from graph.backends.langgraph_private import CursorHook, PutsHook
-from graph.backends.list_index import ListIndexed
-from graph.backends.sqlite_errors import operational_error
-from graph.backends.todo_changes import (
+from graph.backends.collection_changes import (
+    FIRST_LOGGED_PREFIX,
     FORGET_LOG,
     FORGET_ROWS,
     FORGETS,
     FORGOTTEN_TABLES,
     MIGRATIONS,
-    PREFIX,
     TABLE,
     UNLOGGED_PREFIX,
     VECTORS,
-    TodoChangeLog,
+    CollectionChangeLog,
 )
-from graph.backends.todo_sql import KIND, MEMORY, VERSION, Dialect, memory_statement, statement_parameters
+from graph.backends.collection_sql import KIND, MEMORY, VERSION, Dialect, memory_statement, statement_parameters
+from graph.backends.history_sql import HISTORY_PREFIX, INDEX, PRUNED, HistorySql, history_prefix
+from graph.backends.langgraph_private import CursorHook, PutsHook
+from graph.backends.list_index import ListIndexed
+from graph.backends.sqlite_errors import operational_error
 from graph.memory.change_log import Erasure
 from graph.memory.conditions import ConflictError, Unchanged
 from graph.memory.kinds import MemoryKind
@@ -114,9 +114,9 @@ _SQLITE_PRUNED_ROWS = f"""SELECT prefix, key FROM (
 ) WHERE rank > :keep OR time < :cutoff"""
 
 
-class AtomicSqliteStore(HistorySql, ListIndexed, TodoChangeLog, ConditionalBatches, ChunkedPuts, CursorHook, SqliteStore):
+class AtomicSqliteStore(HistorySql, ListIndexed, CollectionChangeLog, ConditionalBatches, ChunkedPuts, CursorHook, SqliteStore):
     """A `SqliteStore` whose batches commit when they succeed and roll back when anything in them fails, with the
-    memory change log and the history index in SQLite's dialect (`graph.backends.todo_changes`,
+    memory change log and the history index in SQLite's dialect (`graph.backends.collection_changes`,
     `graph.backends.history_sql`)."""
 
     # The log stamps a row with a number that grows with every write: INSERT OR REPLACE gives the (prefix, key)
@@ -130,7 +130,7 @@ class AtomicSqliteStore(HistorySql, ListIndexed, TodoChangeLog, ConditionalBatch
             f"CREATE TABLE IF NOT EXISTS {FORGETS} (id INTEGER PRIMARY KEY AUTOINCREMENT)",
             *(
                 f"""CREATE TRIGGER IF NOT EXISTS {TABLE}_{event} AFTER {event} ON store
-WHEN substr({row}.prefix, 1, {len(PREFIX)}) = '{PREFIX}'
+WHEN substr({row}.prefix, 1, {len(FIRST_LOGGED_PREFIX)}) = '{FIRST_LOGGED_PREFIX}'
 BEGIN
     INSERT OR REPLACE INTO {TABLE} (prefix, key) VALUES ({row}.prefix, {row}.key);
 END"""

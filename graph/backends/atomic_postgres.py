@@ -14,21 +14,21 @@ from psycopg.rows import dict_row, tuple_row
 
 from graph.backends import history_postgres, list_index
 from graph.backends.atomic import ChunkedPuts, ConditionalBatches, prefix_of
-from graph.backends.history_sql import PRUNED, HistorySql, history_prefix
-from graph.backends.langgraph_private import CursorHook, pg_connection
-from graph.backends.list_index import ListIndexed
-from graph.backends.todo_changes import (
+from graph.backends.collection_changes import (
+    FIRST_LOGGED_PREFIX,
     FORGET_LOG,
     FORGET_ROWS,
     FORGETS,
     FORGOTTEN_TABLES,
     MIGRATIONS,
-    PREFIX,
     TABLE,
     UNLOGGED_PREFIX,
-    TodoChangeLog,
+    CollectionChangeLog,
 )
-from graph.backends.todo_sql import CREATED_AT, KIND, VERSION, Dialect, memory_statement, statement_parameters
+from graph.backends.collection_sql import CREATED_AT, KIND, VERSION, Dialect, memory_statement, statement_parameters
+from graph.backends.history_sql import PRUNED, HistorySql, history_prefix
+from graph.backends.langgraph_private import CursorHook, pg_connection
+from graph.backends.list_index import ListIndexed
 from graph.memory.change_log import Erasure
 from graph.memory.conditions import ConflictError, Unchanged
 from graph.memory.kinds import MemoryKind
@@ -70,9 +70,9 @@ def setup_lock(conn: Any) -> Iterator[None]:
         conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))
 
 
-class AtomicPostgresStore(HistorySql, ListIndexed, TodoChangeLog, ConditionalBatches, ChunkedPuts, CursorHook, PostgresStore):
+class AtomicPostgresStore(HistorySql, ListIndexed, CollectionChangeLog, ConditionalBatches, ChunkedPuts, CursorHook, PostgresStore):
     """A `PostgresStore` whose batches commit when they succeed and roll back when anything in them fails, with the
-    memory change log and the history index in PostgreSQL's dialect (`graph.backends.todo_changes`,
+    memory change log and the history index in PostgreSQL's dialect (`graph.backends.collection_changes`,
     `graph.backends.history_postgres`).
 
     A batch with conditions runs at REPEATABLE READ: the conditions are read in its snapshot, and PostgreSQL
@@ -102,10 +102,10 @@ END
 $$""",
             f"DROP TRIGGER IF EXISTS {TABLE}_written ON store",
             f"""CREATE TRIGGER {TABLE}_written AFTER INSERT OR UPDATE ON store FOR EACH ROW
-WHEN (left(NEW.prefix, {len(PREFIX)}) = '{PREFIX}') EXECUTE FUNCTION {TABLE}_log()""",
+WHEN (left(NEW.prefix, {len(FIRST_LOGGED_PREFIX)}) = '{FIRST_LOGGED_PREFIX}') EXECUTE FUNCTION {TABLE}_log()""",
             f"DROP TRIGGER IF EXISTS {TABLE}_deleted ON store",
             f"""CREATE TRIGGER {TABLE}_deleted AFTER DELETE ON store FOR EACH ROW
-WHEN (left(OLD.prefix, {len(PREFIX)}) = '{PREFIX}') EXECUTE FUNCTION {TABLE}_log()""",
+WHEN (left(OLD.prefix, {len(FIRST_LOGGED_PREFIX)}) = '{FIRST_LOGGED_PREFIX}') EXECUTE FUNCTION {TABLE}_log()""",
         ),
         # Every collection kind is read by its changes: log every namespace but the history.
         (
@@ -159,7 +159,7 @@ WHERE prefix = {prefix} AND expires_at > %(expired_after{n})s::timestamptz AND e
     @classmethod
     @functools.cache
     def memory_dialect(cls, hide_expired: bool) -> Dialect:
-        """How the one-statement read (`graph.backends.todo_sql`) is written here: values as JSON text; expired rows
+        """How the one-statement read (`graph.backends.collection_sql`) is written here: values as JSON text; expired rows
         hidden (and reported) when the store hides them."""
         return Dialect(
             parameter="%({})s", log=TABLE, version="c.xid::text", value="s.value::text", plain_value="value::text",

@@ -4,7 +4,7 @@ A user's history entries are rows of LangGraph's `store` table under the prefix 
 our own orders them by the entry's `time` as written (every entry this project writes is in UTC), then its
 `order` and key, newest first: a page of the newest N, a count, and an id-prefix lookup each read only the
 rows they return. The index, and the table recording how many entries the retention setting pruned per user,
-are migrations of the change log (`graph.backends.todo_changes`, each store class's `CHANGE_LOG_MIGRATIONS`).
+are migrations of the change log (`graph.backends.collection_changes`, each store class's `CHANGE_LOG_MIGRATIONS`).
 
 Retention (MAISTRO_HISTORY_KEEP, `graph.settings.HistoryKeep`) runs in the store's TTL sweep (`sweep_ttl`, which
 LangGraph's `start_ttl_sweeper` calls every MAISTRO_TTL_SWEEP_MINUTES), at most once per

@@ -36,9 +36,21 @@ UNUSABLE_ANSWER_MESSAGE = (
 )
 
 
+CONTEXT_TOO_SMALL_MESSAGE = (
+    "The model's context window ({window}) cannot hold even the shortest prompt for this message (the rules, your "
+    "memories and the start of your message): give the model a larger context (llama-server -c), or set "
+    "MAISTRO_CONTEXT_TOKENS to what it takes."
+)
+
+
 class ModelUnavailableError(RuntimeError):
     """The model endpoint kept failing (server error, rate limit, timeout or no connection, a stream cut short)
     after retries, or answered with something that is not a chat completion (a body that is not JSON)."""
+
+
+class ContextWindowError(ModelUnavailableError):
+    """The endpoint refused a prompt as too long for the model's context window, and no smaller prompt could be made
+    (the message is kept; sending it again cannot help until the window grows)."""
 
 
 # The packages that read an endpoint's answer into a message: a shape error raised in them means the answer
@@ -189,16 +201,24 @@ def ensure_model_configured() -> None:
 
 @functools.lru_cache(maxsize=16)
 def _chat_openai(
-    model: str, api_key: str, base_url: str | None, max_retries: int | None, timeout: float
+    model: str, api_key: str, base_url: str | None, max_retries: int | None, timeout: float, max_tokens: int
 ) -> ChatOpenAI:
     return ChatOpenAI(
-        model=model, temperature=0, api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout
+        model=model,
+        temperature=0,
+        api_key=api_key,
+        base_url=base_url,
+        max_retries=max_retries,
+        timeout=timeout,
+        max_tokens=max_tokens,
     )
 
 
 @functools.lru_cache(maxsize=16)
-def _json_calls(model: str, api_key: str, base_url: str | None, max_retries: int | None, timeout: float) -> JsonCallModel:
-    return JsonCallModel(inner=_chat_openai(model, api_key, base_url, max_retries, timeout))
+def _json_calls(
+    model: str, api_key: str, base_url: str | None, max_retries: int | None, timeout: float, max_tokens: int
+) -> JsonCallModel:
+    return JsonCallModel(inner=_chat_openai(model, api_key, base_url, max_retries, timeout, max_tokens))
 
 
 def load_chat_model(settings: Configuration, *, max_retries: int | None = None) -> BaseChatModel:
@@ -206,7 +226,8 @@ def load_chat_model(settings: Configuration, *, max_retries: int | None = None) 
 
     Sharing keeps HTTP connections alive and lets the update nodes reuse their trustcall extractors.
     `max_retries` is how often the client retries a failed request, with backoff (None: the client's
-    default of 2); MAISTRO_MODEL_TIMEOUT bounds each request in seconds (default 60). MAISTRO_CALL_MODE decides
+    default of 2); MAISTRO_MODEL_TIMEOUT bounds each request in seconds (default 60), MAISTRO_MAX_REPLY_TOKENS each
+    answer in tokens (`max_tokens`, default 1024; a request may ask for more). MAISTRO_CALL_MODE decides
     whether tool calls are asked for as such or as schema-constrained JSON (`JsonCallModel`); under "auto" the
     endpoint's answer to a tiny tool-call request decides, once per process (`endpoint_call_mode`).
     """
@@ -218,6 +239,7 @@ def load_chat_model(settings: Configuration, *, max_retries: int | None = None) 
         environment.openai_base_url,
         max_retries,
         environment.model_timeout,
+        environment.max_reply_tokens,
     )
     model = _chat_openai(*client)
     mode = environment.call_mode if environment.call_mode != "auto" else endpoint_call_mode(model)

@@ -13,7 +13,7 @@ EXACT_SEARCH = {"kind": "flat"}
 def open_postgres(url: str, index: IndexConfig | None, ttl: TTLConfig, *, checkpointer: bool = True):
     """A `PruningPostgresSaver` (None unless `checkpointer`) and an `AtomicPostgresStore` on one pool, their tables
     created, the checkpoints pruned (see `graph.backends.checkpoints`) and the ToDo change log installed (see
-    `graph.backends.todo_changes`), all under the setup lock (`graph.backends.atomic_postgres.setup_lock`). A
+    `graph.backends.collection_changes`), all under the setup lock (`graph.backends.atomic_postgres.setup_lock`). A
     semantic index searches exactly, without the unused HNSW index (`VECTOR_INDEX`), unless `index` names one."""
     from psycopg.rows import dict_row
     from psycopg_pool import ConnectionPool

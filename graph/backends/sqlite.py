@@ -60,7 +60,7 @@ def open_sqlite(directory: Path, index: IndexConfig | None, ttl: TTLConfig, *, c
 
     Their tables are created once, even when several processes open a fresh database at the same time, the
     checkpoints are pruned (see `graph.backends.checkpoints`), the ToDo change log is installed (see
-    `graph.backends.todo_changes`), and embeddings whose memory is gone are deleted
+    `graph.backends.collection_changes`), and embeddings whose memory is gone are deleted
     (`AtomicSqliteStore.drop_orphan_embeddings`).
     """
     directory.mkdir(parents=True, exist_ok=True)

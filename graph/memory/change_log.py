@@ -47,7 +47,7 @@ class StoredDocument(NamedTuple):
         )
 
 
-class TodoChange(NamedTuple):
+class CollectionChange(NamedTuple):
     """A collection's row that changed (a ToDo, a contact): its key, its version, and the document (None when it
     was deleted or has expired)."""
 
@@ -62,7 +62,7 @@ class MemoryRows:
     in `whole`) and the mark to read its next changes from, and each single document's item (None when absent),
     by kind name."""
 
-    changes: dict[str, list[TodoChange]]
+    changes: dict[str, list[CollectionChange]]
     documents: dict[str, Item | None]
     marks: dict[str, Any]
     whole: frozenset[str]

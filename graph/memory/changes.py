@@ -3,8 +3,8 @@
 A history entry (`schemas.HistoryEntry`) holds the time, thread, memory kind, store key, action, the
 document before and after, and the user's message that caused it (secrets redacted). Undoing a change writes
 the document's earlier state back and records that as a change of its own, so an undo can be undone too.
-Done and archived ToDos are written with a TTL (MAISTRO_DONE_TODO_TTL_DAYS, `graph.memory.document_puts`); open
-ones never expire.
+A document whose status its kind declares expiring (the ToDos' done and archived ones) is written with a TTL
+(MAISTRO_DONE_TODO_TTL_DAYS, `graph.memory.document_puts`); any other never expires.
 A change and its history entry are one store batch, which this project's stores commit as one transaction
 (`graph.backends.atomic`); undo writes nothing that does not fit the memory's schema.
 
@@ -180,7 +180,7 @@ def record_changes(
     context: ChangeContext,
     undoes: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Write the changes (closed ToDos with their TTL) and their history entries in one batch; returns the entries.
+    """Write the changes (expiring ones with their TTL, `graph.memory.document_puts`) and their history entries in one batch; returns the entries.
 
     This project's stores commit a batch as one transaction (`graph.backends.atomic`): a memory is never
     half-written, and never changed without its history. The batch writes only if every changed document

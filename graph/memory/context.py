@@ -23,8 +23,9 @@ from langgraph.store.base import BaseStore
 
 from graph.configuration import Configuration
 from graph.memory.change_log import change_log
-from graph.memory.kinds import TODO, MemoryKind
+from graph.memory.kinds import MemoryKind, UnknownKindError, kind_named
 from graph.memory.list_reads import head_candidates, updated_list
+from graph.memory.rendering import render_collection, render_documents
 from graph.memory.selection import (
     LISTS,
     Candidates,
@@ -63,20 +64,23 @@ class TurnMemories:
     prompt: Mapping[str, Selection]
     update: Mapping[str, Selection]
 
-    @property
-    def prompt_todos(self) -> Selection:
-        """The ToDos the chat prompt shows."""
-        return self.prompt[TODO.name]
+    def shown(self, kind: MemoryKind) -> str:
+        """The kind's memories as the chat prompt shows them: a collection's documents chosen for the turn, else
+        its documents (`graph.memory.rendering`)."""
+        if kind.collection:
+            return render_collection(kind, self.prompt[kind.name])
+        return render_documents(kind, self.documents[kind.name])
 
-    @property
-    def update_todos(self) -> Selection:
-        """The ToDos an update may patch or delete."""
-        return self.update[TODO.name]
-
-    def text(self, kind: MemoryKind) -> str:
-        """The text of a free-text kind as prompts carry it (`MemoryKind.prompt_text`; "" when none was written)."""
-        documents = self.documents.get(kind.name) or [{}]
-        return kind.prompt_text(documents[0].get("memory", ""))
+    def context_of(self, kind: MemoryKind, kinds: Sequence[MemoryKind]) -> dict[str, str]:
+        """What `kind`'s extraction reads of other kinds (`MemoryKind.context_kinds`), by name: each one's memories
+        as the chat prompt shows them; "" for one that `kinds`, the kinds read, do not declare."""
+        context = {}
+        for name in kind.context_kinds:
+            try:
+                context[name] = self.shown(kind_named(kinds, name))
+            except UnknownKindError:
+                context[name] = ""
+        return context
 
 
 def read_turn(
@@ -128,10 +132,11 @@ def read_turn_memories(
     store: BaseStore, settings: Configuration, messages: Sequence[AnyMessage], kinds: Sequence[MemoryKind]
 ) -> TurnMemories:
     """Read the memories of `kinds` for a turn: each kind's documents, and each collection's documents for the
-    prompt and for an update (at most `todo_prompt_limit` and `todo_update_limit`, the ones relevant to the turn)."""
+    prompt and for an update (at most `collection_prompt_limit` and `collection_update_limit`, the ones relevant
+    to the turn)."""
     user_id = settings.resolved_user_id
     query = recent_user_text(messages)
-    prompt_limit, update_limit = settings.todo_prompt_limit, settings.todo_update_limit
+    prompt_limit, update_limit = settings.collection_prompt_limit, settings.collection_update_limit
     widest = Quotas(max(prompt_limit, update_limit))
     read = read_turn(store, user_id, query_terms(query), widest, kinds)
     prompt: dict[str, Selection] = {}
@@ -144,10 +149,11 @@ def read_turn_memories(
     return TurnMemories(store=store, documents=read.documents, prompt=prompt, update=update)
 
 
-def select_todos(store: BaseStore, user_id: str, query: str, limit: int) -> Selection:
-    """The ToDo items a turn whose user says `query` shows the user: all of them up to `limit`, else the most relevant."""
-    settings = Configuration(user_id=user_id, todo_prompt_limit=limit, todo_update_limit=limit)
-    return read_turn_memories(store, settings, [HumanMessage(query)], (TODO,)).prompt_todos
+def select_collection(kind: MemoryKind, store: BaseStore, user_id: str, query: str, limit: int) -> Selection:
+    """The documents of the collection `kind` a turn whose user says `query` shows the user: all of them up to
+    `limit`, else the most relevant."""
+    settings = Configuration(user_id=user_id, collection_prompt_limit=limit, collection_update_limit=limit)
+    return read_turn_memories(store, settings, [HumanMessage(query)], (kind,)).prompt[kind.name]
 
 
 def turn_memories(
@@ -195,8 +201,8 @@ def _turn_key(
         settings.resolved_user_id,
         thread_id,
         latest.id if latest else None,
-        settings.todo_prompt_limit,
-        settings.todo_update_limit,
+        settings.collection_prompt_limit,
+        settings.collection_update_limit,
         tuple(kind.name for kind in kinds),
     )
 

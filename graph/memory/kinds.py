@@ -17,6 +17,7 @@ import importlib.machinery
 import importlib.util
 import os
 import re
+import string
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from typing import Any
 from langgraph.constants import END, START
 from pydantic import BaseModel, ConfigDict
 
+from graph.memory.formats import Column, bullets, date_time_text, minutes_text, todo_lines
 from graph.settings import SettingsError, current_settings
 from prompts import (
     CREATE_INSTRUCTIONS,
@@ -47,6 +49,13 @@ GRAPH_NAMES = ("task_maistro", START, END, "messages", "summary", "remaining_ste
 # A field path as LangGraph's index takes it ("solutions[*]", "address.city"): its first part names a schema field.
 _FIRST_PART = re.compile(r"[^.\[]+")
 _WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+# The most tokens a collection's documents take in the chat prompt by default (`MemoryKind.prompt_tokens`, about
+# 30 lines of rows): past it, the less relevant ones are counted instead of shown.
+COLLECTION_TOKENS = 360
+# What a kind's instruction may name: a trustcall kind's besides its context kinds (`MemoryKind.context_kinds`),
+# and a free-text kind's (`graph.nodes.update_text`).
+INSTRUCTION_FIELDS = ("language_rule", "now")
+TEXT_INSTRUCTION_FIELDS = ("current", "memory", "description")
 
 
 class UnknownKindError(LookupError):
@@ -101,7 +110,19 @@ class MemoryKind:
     `status_field` and `open_statuses` name the field that tells open documents from closed ones and its open
     values (the ToDos' "not started" and "in progress"): closed ones are shown only when named, and counted
     apart; `deadline_field` names a date-time field whose soonest open documents are shown first. Without a
-    status field every document counts as open.
+    status field every document counts as open. `expiring_statuses` are the status values with which a document
+    expires: it is written with a TTL of MAISTRO_DONE_TODO_TTL_DAYS (the ToDos' "done" and "archived"); any other
+    document never expires. The chat prompt shows a collection's chosen documents within `prompt_tokens` tokens
+    (default COLLECTION_TOKENS; None: every one the selection chose, as the ToDos) and counts those it leaves
+    out, closed ones as `closed_name` ("done or archived" for the ToDos; default "closed").
+
+    `context_kinds` names the other kinds a trustcall kind's extraction reads besides the conversation: each
+    one's memories, as the chat prompt shows them, fill the instruction's `{<name>}` (the ToDos read the user's
+    instructions as `{instructions}`); a kind the graph does not declare gives "". An instruction naming
+    anything its update does not fill in is refused.
+
+    `columns` are the columns of the table the CLI draws of a collection (`Column`; default: one per schema
+    field, in order); `plural` names the documents together in sentences ("No ToDos yet"; default: the title).
 
     `tell_user_rule` is the kind's line of the chat prompt's rule on telling the user about updates (default:
     tell the user, naming what changed; the tutorial's profile and instructions are updated quietly).
@@ -137,6 +158,12 @@ class MemoryKind:
     examples: tuple[str, ...] = ()
     suggested_fields: tuple[str, ...] = ()
     render: Callable[[Sequence[Mapping[str, Any]]], str] | None = None
+    expiring_statuses: tuple[str, ...] = ()
+    prompt_tokens: int | None = COLLECTION_TOKENS
+    closed_name: str = "closed"
+    context_kinds: tuple[str, ...] = ()
+    columns: tuple[Column, ...] = ()
+    plural: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.isidentifier() or self.name in RESERVED_NAMES:
@@ -162,10 +189,12 @@ class MemoryKind:
         set_default("indexed_fields", tuple(self.indexed_fields))
         set_default("open_statuses", tuple(self.open_statuses))
         set_default("tell_user_rule", self.tell_user_rule or TELL_USER_RULE.format(memory=self.title.lower()))
-        for attribute in ("examples", "suggested_fields"):
+        for attribute in ("examples", "suggested_fields", "expiring_statuses", "context_kinds"):
             if isinstance(getattr(self, attribute), str):
                 raise ValueError(f"The memory kind {self.name!r} needs {attribute} as a list of strings, not one string.")
             set_default(attribute, tuple(getattr(self, attribute)))
+        set_default("columns", tuple(self.columns) or tuple(Column(name) for name in self.schema.model_fields))
+        set_default("plural", self.plural or self.title)
         self._check()
 
     def _check(self) -> None:
@@ -196,11 +225,34 @@ class MemoryKind:
             raise ValueError(f"{where} sets status_field, open_statuses or deadline_field, which only a collection uses.")
         if bool(self.status_field) != bool(self.open_statuses):
             raise ValueError(f"{where} needs status_field and open_statuses together: the field and its open values.")
+        if set(self.expiring_statuses) & set(self.open_statuses) or (self.expiring_statuses and not self.status_field):
+            raise ValueError(f"{where} has expiring_statuses, which must be status values that are not open ones.")
+        if self.prompt_tokens is not None and (not isinstance(self.prompt_tokens, int) or self.prompt_tokens < 1):
+            raise ValueError(f"{where} has prompt_tokens {self.prompt_tokens!r}; it must be a positive number or None.")
+        for column in self.columns:
+            if not isinstance(column, Column) or column.field not in fields:
+                raise ValueError(f"{where} has a column that is not a Column of a field of {schema_name}: {column!r}.")
+        self._check_context(where)
         if not isinstance(self.node, str) or not self.node or self.node in GRAPH_NAMES or set(self.node) & set("|:"):
             raise ValueError(
                 f"{where} has node {self.node!r}, a name the graph uses itself or cannot take; leave node out for "
                 f"update_{self.name}."
             )
+
+    def _check_context(self, where: str) -> None:
+        """Refuse context kinds a kind cannot read, and an instruction naming what its update does not fill in."""
+        for name in self.context_kinds:
+            if not isinstance(name, str) or not name.isidentifier() or name == self.name:
+                raise ValueError(f"{where} has context_kinds {name!r}, which is not the name of another kind.")
+        if self.text and self.context_kinds:
+            raise ValueError(f"{where} sets context_kinds, which a free-text kind (rewritten from itself) cannot read.")
+        known = set(TEXT_INSTRUCTION_FIELDS if self.text else (*INSTRUCTION_FIELDS, *self.context_kinds))
+        try:
+            named = {field for _, field, _, _ in string.Formatter().parse(self.instruction) if field is not None}
+        except ValueError as error:
+            raise ValueError(f"{where} has an instruction that is not a format string ({error}).") from None
+        if unknown := sorted(named - known):
+            raise ValueError(f"{where} has an instruction naming {{{unknown[0]}}}; it may name {', '.join(sorted(known))}.")
 
     @cached_property
     def stored_schema(self) -> type[BaseModel]:
@@ -282,6 +334,19 @@ TODO = MemoryKind(
     deadline_field="deadline",
     examples=("I need to book swim lessons for my son.", "I already paid the phone bill."),
     suggested_fields=("solutions",),
+    render=todo_lines,
+    expiring_statuses=("done", "archived"),
+    prompt_tokens=None,
+    closed_name="done or archived",
+    context_kinds=("instructions",),
+    columns=(
+        Column("task"),
+        Column("status", default="not started", styles={"done": "green", "in progress": "yellow", "archived": "dim"}),
+        Column("deadline", text=date_time_text),
+        Column("time_to_complete", heading="Time", text=minutes_text),
+        Column("solutions", text=bullets),
+    ),
+    plural="ToDos",
 )
 INSTRUCTIONS = MemoryKind(
     name="instructions",

@@ -22,7 +22,7 @@ from typing import Any
 from langchain_core.callbacks import BaseCallbackHandler
 from langgraph.store.base import BaseStore
 
-from graph.memory.change_log import ChangeLogStore, TodoChange
+from graph.memory.change_log import ChangeLogStore, CollectionChange
 from graph.memory.kinds import MemoryKind
 from graph.memory.selection import (
     LISTS,
@@ -46,7 +46,7 @@ _pending_lock = threading.Lock()
 
 
 def updated_list(
-    kind: MemoryKind, kept: tuple[dict[str, Any], PreparedList] | None, changes: Sequence[TodoChange]
+    kind: MemoryKind, kept: tuple[dict[str, Any], PreparedList] | None, changes: Sequence[CollectionChange]
 ) -> tuple[dict[str, Any], PreparedList]:
     """A list's document versions and prepared form after a read's `changes`, from what was `kept` of it (its
     versions and prepared form as of the last read; None: the changes are the whole list)."""

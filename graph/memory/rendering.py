@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from graph.text_tokens import count_text_tokens
 from prompts import GUIDANCE_SECTION, MEMORY_SECTION, NOT_SHOWN, NOT_SHOWN_OPEN_AND_CLOSED
 
 if TYPE_CHECKING:  # annotations only: the CLI's tables import this module for `capitalized`
-    from langgraph.store.base import Item
-
     from graph.memory.kinds import MemoryKind
     from graph.memory.selection import Selection
 
@@ -27,11 +25,6 @@ def render_document(document: Mapping[str, Any] | None) -> str:
         return ""
     filled = {name: value for name, value in document.items() if value not in (None, "", [])}
     return json.dumps(filled, ensure_ascii=False)
-
-
-# The most tokens a collection's documents take in the chat prompt (about the ToDos' 30 lines): past it, the less
-# relevant ones are counted instead of shown.
-COLLECTION_TOKENS = 360
 
 
 def _cell(value: Any) -> str:
@@ -72,51 +65,34 @@ def render_documents(kind: MemoryKind, documents: Sequence[Mapping[str, Any]]) -
     return render_rows(kind, documents)
 
 
-def render_collection(kind: MemoryKind, selection: Selection, budget: int = COLLECTION_TOKENS) -> str:
-    """A collection's documents the prompt shows (`render_documents`), the most relevant that fit in `budget`
-    tokens (a list of large documents shows fewer of them), then a count of those it leaves out: open and closed
-    apart for a kind with a status field."""
+def _within_budget(kind: MemoryKind, selection: Selection) -> set[str]:
+    """The keys of the most relevant documents of `selection` that fit in the kind's `prompt_tokens` (at least one)."""
     by_key = {item.key: item for item in selection.items}
     kept: set[str] = set()
+    budget = kind.prompt_tokens or 0
     for key in selection.relevance or by_key:
         budget -= _document_tokens(kind, by_key[key].value)
         if budget < 0 and kept:
             break
         kept.add(key)
+    return kept
+
+
+def render_collection(kind: MemoryKind, selection: Selection) -> str:
+    """A collection's documents the prompt shows (`render_documents`): the most relevant that fit in the kind's
+    `prompt_tokens` (a list of large documents shows fewer of them; no bound: every one chosen), then a count of
+    those it leaves out, open and closed (`closed_name`) apart for a kind with a status field."""
+    kept = _within_budget(kind, selection) if kind.prompt_tokens is not None else {item.key for item in selection.items}
     shown = [item for item in selection.items if item.key in kept]
     dropped = [item.value for item in selection.items if item.key not in kept]
     hidden_open = selection.hidden_open + sum(map(kind.is_open, dropped))
     hidden_closed = selection.hidden_closed + len(dropped) - sum(map(kind.is_open, dropped))
     lines = [render_documents(kind, [item.value for item in shown])]
     if kind.status_field and (hidden_open or hidden_closed):
-        lines.append(NOT_SHOWN_OPEN_AND_CLOSED.format(open=hidden_open, closed=hidden_closed))
+        lines.append(NOT_SHOWN_OPEN_AND_CLOSED.format(open=hidden_open, closed=hidden_closed, closed_name=kind.closed_name))
     elif hidden_open + hidden_closed:
         lines.append(NOT_SHOWN.format(count=hidden_open + hidden_closed))
     return "\n".join(line for line in lines if line)
-
-
-def render_todo(todo: Mapping[str, Any]) -> str:
-    """One ToDo as a single line: task | due | minutes | status | solutions."""
-    parts = [str(todo.get("task", ""))]
-    if todo.get("deadline"):
-        parts.append(f"due {todo['deadline']}")
-    if todo.get("time_to_complete"):
-        parts.append(f"{todo['time_to_complete']} min")
-    parts.append(str(todo.get("status", "not started")))
-    if todo.get("solutions"):
-        parts.append("solutions: " + "; ".join(todo["solutions"]))
-    return " | ".join(parts)
-
-
-def render_todos(items: Iterable[Item], hidden_open: int = 0, hidden_closed: int = 0) -> str:
-    """The ToDo list, one compact line per item, then a count of the items not shown."""
-    lines = [f"- {render_todo(item.value)}" for item in items]
-    if hidden_open or hidden_closed:
-        lines.append(
-            f"(Not shown: {hidden_open} more open and {hidden_closed} done or archived items. "
-            "Items the user names are always shown.)"
-        )
-    return "\n".join(lines)
 
 
 def joined(names: Sequence[str]) -> str:

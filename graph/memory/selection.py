@@ -35,7 +35,7 @@ from langgraph.store.base import BaseStore, Item
 
 from graph.memory.change_log import StoredDocument
 from graph.memory.index_outage import search_by_meaning
-from graph.memory.kinds import TODO, MemoryKind
+from graph.memory.kinds import MemoryKind
 from graph.memory.store import namespace
 
 RECENT_SHARE = 6
@@ -198,14 +198,14 @@ class Entry:
         return self._terms
 
 
-def entry(item: Item, kind: MemoryKind = TODO) -> Entry:
+def entry(item: Item, kind: MemoryKind) -> Entry:
     """Prepare one item of `kind` for ranking (its text is split into terms only when a term index needs it)."""
     prepared = Entry(kind, item.key, item.value, (-item.updated_at.timestamp(), -item.created_at.timestamp(), item.key))
     prepared._item = item
     return prepared
 
 
-def stored_entry(document: StoredDocument, kind: MemoryKind = TODO) -> Entry:
+def stored_entry(document: StoredDocument, kind: MemoryKind) -> Entry:
     """Prepare one stored document of `kind` for ranking, ordered by the times the database gave as numbers: its
     item (and the parse of its times) is built only if a turn shows it or an update reaches it."""
     prepared = Entry(kind, document.key, document.value(), (-document.updated_epoch, -document.created_epoch, document.key))
@@ -243,8 +243,8 @@ def superset_pattern(term: str) -> str | None:
     return None if pattern == "%" else pattern
 
 
-def deadline_of(document: dict, field: str = "deadline") -> datetime | None:
-    """A document's deadline (a ToDo's, by default) as an aware datetime (one without a zone is taken as UTC); None
+def deadline_of(document: dict, field: str) -> datetime | None:
+    """A document's deadline (its `field`: a kind's `deadline_field`) as an aware datetime (one without a zone is taken as UTC); None
     when it has none."""
     if not document.get(field):
         return None
@@ -489,8 +489,8 @@ def _oldest_first(items) -> list[Item]:
     return sorted(items, key=lambda item: (item.created_at, item.key))
 
 
-def semantic_hits(store: BaseStore, user_id: str, query: str, limit: int, kind: MemoryKind = TODO) -> list[Item]:
-    """Items of `kind` (the ToDos by default) the store's semantic index finds for the query (none without an index,
+def semantic_hits(store: BaseStore, user_id: str, query: str, limit: int, kind: MemoryKind) -> list[Item]:
+    """Items of `kind` the store's semantic index finds for the query (none without an index,
     for a kind with no indexed fields, or while the index fails)."""
     if not (query and limit and kind.indexed_fields and getattr(store, "index_config", None)):
         return []

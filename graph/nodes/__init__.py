@@ -2,8 +2,8 @@
 
 Public modules: `chat` (the `task_maistro` node) and `update` (the recipe every update node follows:
 propose changes, commit them with their history, answer the tool calls). `update_kinds` picks each kind's
-proposer and report (`update_document`, `update_collection`, `update_text`, and `update_todos` for the ToDo
-list); `graph.agent` wires the nodes; `extraction` and `summary` (older messages fold into one summary, with a model
+proposer and report by the kind's shape (`update_document`, `update_collection`, `update_text`);
+`graph.agent` wires the nodes; `extraction` and `summary` (older messages fold into one summary, with a model
 call) serve them.
 """
 

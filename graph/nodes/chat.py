@@ -3,6 +3,7 @@
 import functools
 import itertools
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Annotated, Literal
 
 from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, SystemMessage, ToolMessage
@@ -13,24 +14,24 @@ from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
 from graph.backends.json_calls import CallOption, OptionsTool
-from graph.backends.model import ChatModelFactory, model_errors
+from graph.backends.model import ChatModelFactory
 from graph.configuration import Configuration, RunSettings
 from graph.memory.context import TurnMemories, start_turn, turn_memories
-from graph.memory.kinds import TODO, MemoryKind
+from graph.memory.kinds import MemoryKind
 from graph.memory.notes import change_notes
 from graph.memory.rendering import (
     eager_memories,
     kept_memories,
     memory_section,
-    render_collection,
-    render_documents,
-    render_todos,
     tell_user_rules,
 )
 from graph.nodes.summary import fold_into_summary, with_summary
 from graph.nodes.update import must_tell_user, routed_here, send_outcome
+from graph.nodes.window import PromptParts, invoke_fitted
+from graph.settings import current_settings
 from graph.state import State
-from graph.thread.model_message import Refusal, normalise_reply
+from graph.thread.cut_replies import as_prompted, is_cut, marked_cut
+from graph.thread.model_message import NormalisedReply, Refusal, normalise_reply
 from graph.thread.reply_last import rejoined, reply_first, reply_last
 from graph.thread.tokens import bound_messages, is_blank, truncation_notice
 from graph.thread.tool_calls import (
@@ -42,6 +43,7 @@ from graph.thread.tool_calls import (
 )
 from graph.thread.view import ThreadView
 from prompts import (
+    CHAT_CONTEXT,
     EMPTY_MESSAGE_REPLY,
     EMPTY_REPLY_FALLBACK,
     LANGUAGE_RULE,
@@ -74,31 +76,16 @@ def update_memory_tool(kinds: tuple[MemoryKind, ...]) -> OptionsTool:
     return OptionsTool(convert_to_openai_tool(schema), "update_type", options)
 
 
-def memory_content(kind: MemoryKind, memories: TurnMemories) -> str:
-    """One kind's memories as the chat prompt shows them: a collection's documents chosen for the turn (the ToDos
-    in their own lines), else the documents."""
-    if not kind.collection:
-        return render_documents(kind, memories.documents[kind.name])
-    shown = memories.prompt[kind.name]
-    if kind.name == TODO.name:
-        return render_todos(shown.items, shown.hidden_open, shown.hidden_closed)
-    return render_collection(kind, shown)
-
-
-def chat_system_message(
-    memories: TurnMemories, settings: Configuration, summary: str, kinds: Sequence[MemoryKind]
-) -> SystemMessage:
-    """The chat prompt with a section for each memory kind, a routing rule for each, the rule for when to reply
-    (`reply_timing`), and the thread's summary."""
-    prompt = MODEL_SYSTEM_MESSAGE.format(
+def chat_system_prompt(settings: Configuration, kinds: Sequence[MemoryKind]) -> str:
+    """The chat prompt's part that stays the same from turn to turn: the role, the memories kept, a routing rule for
+    each kind and the rule for when to reply (`reply_timing`)."""
+    return MODEL_SYSTEM_MESSAGE.format(
         role=settings.role,
-        now=settings.now_text(),
         memory_list="\n".join(
             MEMORY_LIST_ITEM.format(number=number, memory=kind.title, description=kind.description)
             for number, kind in enumerate(kinds, 1)
         ),
         kept=kept_memories(kinds),
-        memory_sections="\n\n".join(memory_section(kind, memory_content(kind, memories)) for kind in kinds),
         routing_rules="\n".join(
             ROUTING_RULE.format(description=kind.description, memory=kind.title, update_type=kind.update_type)
             for kind in kinds
@@ -108,7 +95,22 @@ def chat_system_message(
         reply_rule=REPLY_FIRST_RULE if settings.reply_timing == "first" else REPLY_AFTER_UPDATES_RULE,
         language_rule=LANGUAGE_RULE,
     )
-    return SystemMessage(content=with_summary(prompt, summary))
+
+
+def chat_context(memories: TurnMemories, settings: Configuration, kinds: Sequence[MemoryKind]) -> SystemMessage:
+    """The chat prompt's part that changes from turn to turn, placed right before the user's latest message: the
+    current time and a section for each memory kind."""
+    sections = "\n\n".join(memory_section(kind, memories.shown(kind)) for kind in kinds)
+    return SystemMessage(content=CHAT_CONTEXT.format(now=settings.now_text(), memory_sections=sections))
+
+
+def chat_prompt(
+    stable: str, summary: str, history: Sequence[AnyMessage], context: SystemMessage
+) -> PromptParts:
+    """The chat prompt in its parts: the stable system prompt with the thread's summary, the history, and the
+    context block right before the user's latest message; what stays the same comes first, so a local server
+    reuses its cache of the prompt from turn to turn."""
+    return PromptParts.of(lambda kept: [SystemMessage(content=with_summary(stable, kept))], summary, history, [context])
 
 
 def task_maistro(
@@ -133,7 +135,11 @@ def task_maistro(
     When the user writes after a turn that was cut short before its memory updates ran, those updates run
     first (`route_message` sends the turn's pending calls on; they replay with the same call ids, so their
     writes land on the same keys), and the new message is handled once they are answered; calls that
-    failed MAX_RESUME_ATTEMPTS times are answered as interrupted instead. Before the model call the thread
+    failed MAX_RESUME_ATTEMPTS times are answered as interrupted instead. The prompt puts what stays the same first
+    and the time and the memories right before the user's latest message (`chat_prompt`), and is kept within the
+    model's context window (`graph.nodes.window`: a refusal as too long is answered by a smaller prompt, once). A
+    reply cut at MAISTRO_MAX_REPLY_TOKENS says so and later prompts carry it as cut (`graph.thread.cut_replies`).
+    Before the model call the thread
     is made valid (every call's answers right after it) and, at the start of a turn past the summary's
     budgets, older messages are folded into the summary. The memories are read once per turn
     (`graph.memory.context`); past turns reach the prompt without their tool-call bookkeeping. An empty
@@ -179,16 +185,15 @@ def task_maistro(
     else:
         memories = turn_memories(runtime.store, settings, thread, run.thread_id, kinds)
     view = ThreadView.of(thread)
-    system = chat_system_message(memories, settings, summary, kinds)
-    visible_thread = bound_messages(chat_history(thread))
+    stable, context = chat_system_prompt(settings, kinds), chat_context(memories, settings, kinds)
+    visible_thread = as_prompted(bound_messages(chat_history(thread)))
     new_messages: list[AnyMessage] = []
     may_route = view.rounds < settings.max_memory_rounds and state["remaining_steps"] > STEPS_PER_ROUND + 1
     while True:
-        prompt = [system, *visible_thread, *new_messages]
-        with model_errors():
-            response = (model.bind_tools([update_memory_tool(kinds)]) if may_route else model).invoke(prompt)
+        prompt = chat_prompt(stable, summary, [*visible_thread, *new_messages], context)
+        response = invoke_fitted(model.bind_tools([update_memory_tool(kinds)]) if may_route else model, model, prompt)
         taken = ThreadView.of([*thread, *new_messages]).taken_ids
-        normalised = normalise_reply(response, kinds, taken)
+        normalised = read_reply(response, kinds, taken)
         tell_quoted_calls(normalised.notes)
         if not may_route:
             new_messages.append(without_tool_calls(normalised.message))
@@ -207,6 +212,16 @@ def task_maistro(
         "messages": [*thread_update(original, thread), *new_messages],
         "summary": summary,
     }
+
+
+def read_reply(response: AIMessage, kinds: Sequence[MemoryKind], taken: frozenset[str]) -> NormalisedReply:
+    """The model's reply through the boundary (`normalise_reply`); a reply cut at the token limit is not read for
+    calls written as text (a cut call is no call) and is marked as cut for the user (`marked_cut`)."""
+    if not is_cut(response):
+        return normalise_reply(response, kinds, taken)
+    normalised = normalise_reply(response.model_copy(update={"content": ""}), kinds, taken)
+    whole = normalised.message.model_copy(update={"content": response.content})
+    return replace(normalised, message=marked_cut(whole, current_settings().max_reply_tokens))
 
 
 def tell_refusals(refusals: Sequence[Refusal]) -> None:

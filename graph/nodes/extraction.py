@@ -20,6 +20,8 @@ from graph.backends.model import EndpointCircuit, model_errors, quiet
 from graph.durability import durability_config
 from graph.memory.changes import MemoryChange, same_document
 from graph.nodes.summary import with_summary
+from graph.nodes.window import PromptParts, fitted
+from graph.thread.cut_replies import as_prompted
 from graph.thread.reply_last import routing_id, routing_start
 from graph.thread.tokens import bound_message
 from graph.thread.tool_calls import last_ai_message, transcript
@@ -62,16 +64,20 @@ def cached_extractor(model: BaseChatModel, schema: type[BaseModel], **options: b
 
 def conversation(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
     """The user-visible conversation before the latest assistant message (and the reply given first beside it),
-    without tool-call plumbing."""
+    without tool-call plumbing (a reply cut at the token limit carried as cut)."""
     routing = last_ai_message(messages)
     end = routing_start(messages, messages.index(routing)) if routing is not None else len(messages)
-    return [bound_message(message) for message in transcript(messages[:end])]
+    return as_prompted([bound_message(message) for message in transcript(messages[:end])])
 
 
-def extraction_messages(instruction: str, messages: Sequence[AnyMessage], summary: str = "") -> list[AnyMessage]:
-    """The instruction (with the thread's summary) and the conversation, same-role runs merged."""
-    system = with_summary(instruction, summary)
-    return list(merge_message_runs([SystemMessage(content=system), *conversation(messages)]))
+def extraction_messages(
+    instruction: str, messages: Sequence[AnyMessage], summary: str = "", budget: int | None = None
+) -> list[AnyMessage]:
+    """The instruction (with the thread's summary) and the conversation, same-role runs merged; within `budget`
+    estimated tokens when given (`graph.nodes.window`)."""
+    said = list(merge_message_runs(conversation(messages)))
+    parts = PromptParts.of(lambda kept: [SystemMessage(content=with_summary(instruction, kept))], summary, said)
+    return list(merge_message_runs(fitted(parts, budget)))
 
 
 class FirstAnswer(BaseCallbackHandler):

@@ -5,9 +5,12 @@ from collections.abc import Sequence
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage, get_buffer_string
 
-from graph.backends.model import model_errors, quiet
+from graph.backends.context_window import model_window
+from graph.backends.model import quiet
 from graph.configuration import Configuration
+from graph.nodes.window import EARLIER_SHARE, PromptParts, cut_message, invoke_fitted
 from graph.text_tokens import count_text_tokens
+from graph.thread.cut_replies import as_prompted
 from graph.thread.tokens import bound_messages, count_tokens
 from graph.thread.tool_calls import chat_history
 from prompts import SUMMARIZE_CONVERSATION, SUMMARY_BLOCK
@@ -32,7 +35,8 @@ def fold_into_summary(
     """The messages to keep and the summary to use: unchanged under the budgets, else folded with one model call.
 
     The budgets: `summary_trigger_tokens` for the thread and its summary, and `summary_trigger_messages` for
-    the messages the chat prompt carries (`chat_history`), so neither the prompt's size nor its length grows.
+    the messages the chat prompt carries (`chat_history`), so neither the prompt's size nor its length grows. The
+    folded messages are cut to fit the model's context window (`graph.nodes.window`), a cut reply carried as cut.
     """
     within_tokens = count_tokens(messages) + count_text_tokens(summary) <= settings.summary_trigger_tokens
     if within_tokens and len(chat_history(messages)) <= settings.summary_trigger_messages:
@@ -40,12 +44,18 @@ def fold_into_summary(
     cut = fold_point(messages, settings.messages_kept)
     if cut == 0:
         return messages, summary
-    prompt = [
-        SystemMessage(content=SUMMARIZE_CONVERSATION.format(summary=summary)),
-        HumanMessage(content=get_buffer_string(bound_messages(messages[:cut]))),
-    ]
-    with model_errors():
-        return messages[cut:], quiet(model).invoke(prompt).text.strip()
+    window = model_window(model)
+    folded = as_prompted(bound_messages(messages[:cut]))
+    if window is not None:
+        folded = [cut_message(message, window.prompt_tokens // EARLIER_SHARE) for message in folded]
+    parts = PromptParts(
+        lambda _: [SystemMessage(content=SUMMARIZE_CONVERSATION.format(summary=summary))],
+        "",
+        [],
+        [],
+        [HumanMessage(content=get_buffer_string(folded))],
+    )
+    return messages[cut:], invoke_fitted(quiet(model), model, parts).text.strip()
 
 
 def with_summary(prompt: str, summary: str) -> str:

@@ -34,6 +34,7 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
+from graph.backends.context_window import model_window
 from graph.backends.json_calls import JsonCallModel
 from graph.backends.model import ChatModelFactory
 from graph.configuration import Configuration, RunSettings
@@ -60,6 +61,9 @@ from prompts import EXTRACTION_FAILED, SECRETS_NOT_SAVED, SEE_ABOVE, UPDATE_CONF
 
 # The key of the custom stream event each update node sends with its outcome.
 MEMORY_UPDATE_EVENT = "memory_update"
+# An extraction prompt's conversation takes at most 1/EXTRACTION_SHARE of the prompt's room in the context window:
+# trustcall adds the memories and the schemas, and the JSON mode the numbered documents.
+EXTRACTION_SHARE = 2
 # How often an update whose documents changed under it reads them again and proposes anew.
 CONFLICT_RETRIES = 1
 # How many routing messages of this process's chat node are remembered (their updates normally run here next).
@@ -142,8 +146,11 @@ class UpdateRequest:
         return new_document_key(self.messages, self.calls[0]["id"], index)
 
     def prompt(self, instruction: str) -> list[AnyMessage]:
-        """The extraction prompt: the instruction, the thread's summary and the visible conversation."""
-        return extraction_messages(instruction, self.messages, self.state.get("summary", ""))
+        """The extraction prompt: the instruction, the thread's summary and the visible conversation, within a share of
+        the model's context window (the rest is for the memories, the schemas and the answer)."""
+        window = model_window(self.model)
+        budget = window.prompt_tokens // EXTRACTION_SHARE if window else None
+        return extraction_messages(instruction, self.messages, self.state.get("summary", ""), budget)
 
     @property
     def answers_in_json(self) -> bool:

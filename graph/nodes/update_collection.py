@@ -11,14 +11,18 @@ def propose_collection(request: UpdateRequest) -> list[MemoryChange]:
     """Documents created, patched and removed from the conversation, among those of the kind relevant to the turn.
 
     The candidates are the ones the turn's read chose for an update (`graph.memory.context.documents_to_update`),
-    with the changes of the turn's earlier rounds applied; new documents get keys derived from the routing
-    call, so a replayed update writes the same keys.
+    with the changes of the turn's earlier rounds applied; a `fresh` request reads the memories again, and what
+    it read wins over those changes. The instruction carries the kinds the kind reads as context (the ToDos:
+    the user's instructions). New documents get keys derived from the routing call, so a replayed update writes
+    the same keys.
     """
-    kind = request.kind
-    _, existing = documents_to_update(
-        request.store, request.settings, request.messages, request.run.thread_id, request.kinds, kind, fresh=request.fresh
+    kind, settings = request.kind, request.settings
+    memories, existing = documents_to_update(
+        request.store, settings, request.messages, request.run.thread_id, request.kinds, kind, fresh=request.fresh
     )
-    instruction = kind.instruction.format(language_rule=LANGUAGE_RULE, now=request.settings.now_text())
+    instruction = kind.instruction.format(
+        **memories.context_of(kind, request.kinds), language_rule=LANGUAGE_RULE, now=settings.now_text()
+    )
     return request.extract(instruction, existing, request.new_key)
 
 

@@ -2,6 +2,7 @@
 trustcall."""
 
 from graph.memory.changes import MemoryChange
+from graph.memory.context import turn_memories
 from graph.memory.rendering import capitalized
 from graph.memory.store import namespace, search_all
 from graph.nodes.update import UpdateRequest
@@ -9,10 +10,15 @@ from prompts import DOCUMENT_UNCHANGED, DOCUMENT_UPDATED, LANGUAGE_RULE
 
 
 def propose_document(request: UpdateRequest) -> list[MemoryChange]:
-    """The kind's document patched (or created) from the conversation; at most one change."""
-    kind = request.kind
+    """The kind's document patched (or created) from the conversation; at most one change. The instruction
+    carries the kinds the kind reads as context (`MemoryKind.context_kinds`), from the turn's read."""
+    kind, settings = request.kind, request.settings
     existing = {item.key: item.value for item in search_all(request.store, namespace(kind, request.user_id))}
-    instruction = kind.instruction.format(language_rule=LANGUAGE_RULE, now=request.settings.now_text())
+    context = {}
+    if kind.context_kinds:
+        memories = turn_memories(request.store, settings, request.messages, request.run.thread_id, request.kinds)
+        context = memories.context_of(kind, request.kinds)
+    instruction = kind.instruction.format(**context, language_rule=LANGUAGE_RULE, now=settings.now_text())
     return request.extract(instruction, existing, lambda _: kind.key)[-1:]
 
 

@@ -1,24 +1,21 @@
 """Which update node each memory kind gets: the recipe (`graph.nodes.update`) with the kind's proposer and report.
 
-The ToDo list has its own proposer (it patches the items the turn's selection chose); any other kind is
-free text, a collection or a single document, and gets that shape's proposer.
+Every kind is free text, a collection or a single document, and gets that shape's proposer; what a kind does
+differently (the ToDos read the instructions as context) is in its declaration (`MemoryKind`).
 """
 
 from functools import partial
 
 from graph.backends.model import ChatModelFactory
-from graph.memory.kinds import TODO, MemoryKind
+from graph.memory.kinds import MemoryKind
 from graph.nodes.update import Propose, Report, update_memory
 from graph.nodes.update_collection import propose_collection, report_collection
 from graph.nodes.update_document import propose_document, report_document
 from graph.nodes.update_text import propose_text, report_text
-from graph.nodes.update_todos import propose_todos
 
 
 def update_steps(kind: MemoryKind) -> tuple[Propose, Report]:
     """The proposer and the report of `kind`'s update node."""
-    if kind.name == TODO.name:
-        return propose_todos, report_collection
     if kind.text:
         return propose_text, report_text
     if kind.collection:

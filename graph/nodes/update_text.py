@@ -30,6 +30,7 @@ from graph.memory.store import namespace
 from graph.memory.text_diff import added_text, document_diff, text_of
 from graph.nodes.extraction import UnusableOutputError, conversation, routing_seed
 from graph.nodes.update import NotSaved, UpdateRequest
+from graph.settings import current_settings
 from prompts import (
     EMPTY_TEXT_PROBLEM,
     PROPOSAL_OUTDATED,
@@ -40,6 +41,8 @@ from prompts import (
     TEXT_UPDATED,
 )
 
+# Tokens a text rewrite may take beyond its kind's most characters (a model may add a line before it is refused).
+TEXT_TOKENS_MARGIN = 64
 # How many hexadecimal digits a proposal's code has.
 CODE_DIGITS = 6
 # What the user sends to confirm a proposal, and what their note says of it.
@@ -64,7 +67,7 @@ def propose_text(request: UpdateRequest) -> list[MemoryChange]:
     instruction = kind.instruction.format(current=text_of(before), memory=kind.title, description=kind.description)
     prompt = [*request.prompt(instruction), HumanMessage(content=TEXT_REQUEST.format(memory=kind.title))]
     with model_errors():
-        text = quiet(request.model).invoke(prompt, request.config).text.strip()
+        text = quiet(request.model).invoke(prompt, request.config, max_tokens=text_tokens(kind)).text.strip()
     if not text:
         raise UnusableOutputError(EMPTY_TEXT_PROBLEM)
     if request.answers_in_json and not request.user_words(text_of(before)).grounds(text):
@@ -74,6 +77,12 @@ def propose_text(request: UpdateRequest) -> list[MemoryChange]:
     if words := borrowed(request, change):
         raise held(request, change, words)
     return [change]
+
+
+def text_tokens(kind: MemoryKind) -> int:
+    """The most tokens the rewrite of a free-text kind may take: MAISTRO_MAX_REPLY_TOKENS, or more when the kind's
+    text may be longer (a token per character: Chinese takes about that many)."""
+    return max(current_settings().max_reply_tokens, (kind.max_chars or 0) + TEXT_TOKENS_MARGIN)
 
 
 def check_length(kind: MemoryKind, change: MemoryChange) -> None:

@@ -108,7 +108,14 @@ def rejoined(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
         if joined and is_reply_of(joined[-1], message):
             reply = joined.pop()
             content = reply.text if not message.content else [{"type": "text", "text": reply.text}, *message.content]
-            message = message.model_copy(update={"content": content, "id": reply.id})
+            message = reply.model_copy(
+                update={
+                    "content": content,
+                    "tool_calls": message.tool_calls,
+                    "invalid_tool_calls": message.invalid_tool_calls,
+                    "additional_kwargs": message.additional_kwargs,
+                }
+            )
         joined.append(message)
     return joined
 

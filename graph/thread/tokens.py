@@ -26,7 +26,8 @@ def is_blank(message: AnyMessage) -> bool:
     return isinstance(message, HumanMessage) and isinstance(message.content, str) and not message.content.strip()
 
 
-def _prefix_within(text: str, max_tokens: int) -> str:
+def prefix_within(text: str, max_tokens: int) -> str:
+    """The longest start of `text` whose estimated tokens are at most `max_tokens`."""
     low, high = 0, len(text)
     while low < high:
         middle = (low + high + 1) // 2
@@ -43,7 +44,7 @@ def bound_message(message: AnyMessage, max_tokens: int = MAX_MESSAGE_TOKENS) -> 
         return message
     if count_text_tokens(message.content) <= max_tokens:
         return message
-    return message.model_copy(update={"content": _prefix_within(message.content, max_tokens)})
+    return message.model_copy(update={"content": prefix_within(message.content, max_tokens)})
 
 
 def bound_messages(messages: Sequence[AnyMessage], max_tokens: int = MAX_MESSAGE_TOKENS) -> list[AnyMessage]:

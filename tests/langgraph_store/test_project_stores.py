@@ -2,8 +2,8 @@
 
 import pytest
 
+from graph.backends.collection_changes import TABLE
 from graph.backends.storage import close_storage, open_storage
-from graph.backends.todo_changes import TABLE
 from graph.memory.store import namespace
 from tests.langgraph_store.project_stores import ProjectPostgresStore, ProjectSqliteStore
 from tests.support.stored_names import TODO

@@ -30,19 +30,19 @@ def test_the_sdk_store_and_mcp_examples_run_on_an_open_server(server, script: Sc
     script.add("todo", tool_calls_reply(("ToDo", {"task": "Book swim lessons", "solutions": ["SF swim schools"]})))
     namespace: dict = {}
 
-    exec(python_example('config=config, stream_mode="values"').replace(DOCUMENTED_URL, server), namespace)
+    exec(python_example("docs/operating/clients.md", 'config=config, stream_mode="values"').replace(DOCUMENTED_URL, server), namespace)
     assert "I added the swim lessons to your list." in capsys.readouterr().out
 
-    exec(python_example("client.store.get_item("), namespace)
+    exec(python_example("docs/operating/clients.md", "client.store.get_item("), namespace)
     printed = capsys.readouterr().out
     assert "Book swim lessons" in printed and printed.endswith("None None\n"), "no profile or instructions yet"
 
     script.add("chat", update("todo", content="Added, for the default user."))
     script.add("todo", tool_calls_reply(("ToDo", {"task": "Book swim lessons", "solutions": ["SF swim schools"]})))
-    exec(python_example("get_sync_client(url=os.environ"), {})
+    exec(python_example("docs/operating/clients.md", "get_sync_client(url=os.environ"), {})
     assert "Added, for the default user." in capsys.readouterr().out
 
     script.add("chat", text_reply("Your list has: Book swim lessons."))
-    exec(python_example("streamable_http_client"), namespace)
+    exec(python_example("docs/operating/clients.md", "streamable_http_client"), namespace)
     assert capsys.readouterr().out == "Your list has: Book swim lessons.\n"
     assert os.environ.get("LANGGRAPH_API_KEY") is None

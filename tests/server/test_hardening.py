@@ -108,7 +108,7 @@ def test_a_client_cannot_choose_the_model_the_role_or_the_number_of_rounds(serve
         script.add("todo", tool_calls_reply(("ToDo", {"task": f"Task {n}", "solutions": ["Do it"]})))
     script.add("chat", text_reply("Saved."))
     sent_before = len(stub.requests)
-    greedy = {"model": "o1-pro", "role": "You are Leaky.", "max_memory_rounds": 100, "todo_prompt_limit": 10**6}
+    greedy = {"model": "o1-pro", "role": "You are Leaky.", "max_memory_rounds": 100, "collection_prompt_limit": 10**6}
 
     bob.runs.wait(
         new_thread(bob),

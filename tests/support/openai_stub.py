@@ -27,6 +27,12 @@ whose chat template has no tool syntax, as llama.cpp serves it: the tools of a
 request are ignored (the responder sees the request without them) and the answer
 is text.
 
+``OpenAIStub(responder, n_ctx=N)`` plays llama.cpp's ``llama-server`` with a context window of ``N`` tokens
+(counted as ``chars_per_token`` characters a token, plus four a message): ``GET /props`` reports it (unless
+``props=False``), a prompt of ``N`` tokens or more is refused with HTTP 400 ``exceed_context_size_error`` carrying
+``n_prompt_tokens`` and ``n_ctx``, and a text reply longer than the request's ``max_tokens`` is cut there with
+``finish_reason: "length"``. :func:`cut_reply` is a reply cut at the limit on any stub.
+
 The server uses the standard library, and ``jsonschema`` to check JSON answers.
 """
 
@@ -52,6 +58,7 @@ __all__ = [
     "RawBody",
     "StubError",
     "calls_reply",
+    "cut_reply",
     "json_reply",
     "json_schema",
     "raw_call",
@@ -63,6 +70,8 @@ __all__ = [
 
 _CHAT_PATH = "/v1/chat/completions"
 _MODELS_PATH = "/v1/models"
+_PROPS_PATH = "/props"
+_TOKENS_PER_MESSAGE = 4
 _ARGUMENT_PIECE_CHARS = 8
 # How often serve_forever checks for shutdown; keeps stop() fast.
 _SHUTDOWN_POLL_SECONDS = 0.02
@@ -122,6 +131,11 @@ class Delayed:
 def text_reply(content: str) -> dict:
     """Build a reply in which the assistant answers with plain text."""
     return {"content": content, "tool_calls": []}
+
+
+def cut_reply(content: str) -> dict:
+    """A text reply the server stopped at its token limit (``finish_reason: "length"``)."""
+    return {"content": content, "tool_calls": [], "finish_reason": "length"}
 
 
 def tool_calls_reply(*calls: tuple[str, dict] | tuple[str, dict, str]) -> dict:
@@ -191,14 +205,15 @@ def tool_names(request: dict) -> list[str]:
 
 
 def system_text(request: dict) -> str:
-    """Return the text of the first system or developer message ("" if none).
+    """Return the text of the system and developer messages, joined by a blank line ("" if none).
 
     Content given as a list of parts contributes the text of its text parts.
     """
-    for message in request.get("messages") or []:
-        if message.get("role") in ("system", "developer"):
-            return _message_text(message)
-    return ""
+    return "\n\n".join(
+        _message_text(message)
+        for message in request.get("messages") or []
+        if message.get("role") in ("system", "developer")
+    )
 
 
 def _message_text(message: dict) -> str:
@@ -340,8 +355,8 @@ def _usage(request: dict, reply: dict) -> dict:
 
 
 def _finish_reason(reply: dict) -> str:
-    """Return the finish reason matching a reply."""
-    return "tool_calls" if reply["tool_calls"] else "stop"
+    """Return the finish reason matching a reply: its own (a cut reply's "length"), else by its calls."""
+    return reply.get("finish_reason") or ("tool_calls" if reply["tool_calls"] else "stop")
 
 
 def _completion(request: dict, reply: dict) -> dict:
@@ -447,16 +462,29 @@ class OpenAIStub:
     :attr:`requests` holds every request body that parsed as a JSON object;
     :attr:`rejections` holds ``(body, error message)`` for every parsed request
     answered HTTP 400 for breaking the API's rules (e.g. an unanswered tool
-    call).
+    call) or, playing llama.cpp, for a prompt too long for its context window.
     """
 
-    def __init__(self, responder: Callable[[dict], Outcome], latency: float = 0.0, *, tool_calling: bool = True):
+    def __init__(
+        self,
+        responder: Callable[[dict], Outcome],
+        latency: float = 0.0,
+        *,
+        tool_calling: bool = True,
+        n_ctx: int | None = None,
+        props: bool = True,
+        chars_per_token: float = 4.0,
+    ):
         """Create a stopped stub that will answer with ``responder``, each answer ``latency`` seconds late
         (a model's time to answer; requests wait concurrently, the responder still answers one at a time);
-        without ``tool_calling``, a model whose chat template has no tool syntax."""
+        without ``tool_calling``, a model whose chat template has no tool syntax; with ``n_ctx``, llama.cpp's
+        server with that context window (reported at ``/props`` when ``props``; see the module's docstring)."""
         self.responder = responder
         self.latency = latency
         self.tool_calling = tool_calling
+        self.n_ctx = n_ctx
+        self.props = props
+        self.chars_per_token = chars_per_token
         self.requests: list[dict] = []
         self.rejections: list[tuple[Any, str]] = []
         self._lock = threading.Lock()
@@ -525,6 +553,35 @@ class OpenAIStub:
         with self._lock:
             self.rejections.append((body, problem))
 
+    def prompt_tokens(self, body: dict) -> int:
+        """The prompt's tokens as this stub's llama.cpp counts them: its messages' text (and calls' arguments) at
+        ``chars_per_token`` characters a token, plus four a message."""
+        messages = body.get("messages") or []
+        chars = sum(
+            len(_message_text(message)) + len(json.dumps(message.get("tool_calls") or "", ensure_ascii=False))
+            for message in messages
+        )
+        return round(chars / self.chars_per_token) + _TOKENS_PER_MESSAGE * len(messages)
+
+    def exceeded(self, body: dict) -> dict | None:
+        """llama.cpp's refusal of a prompt as long as its context window or longer, or None (or not playing it)."""
+        if self.n_ctx is None or (tokens := self.prompt_tokens(body)) < self.n_ctx:
+            return None
+        message = f"request ({tokens} tokens) exceeds the available context size ({self.n_ctx} tokens), try increasing it"
+        return {"code": 400, "message": message, "type": "exceed_context_size_error",
+                "n_prompt_tokens": tokens, "n_ctx": self.n_ctx}
+
+    def within_max_tokens(self, body: dict, reply: Outcome) -> Outcome:
+        """A text reply cut at the request's ``max_tokens`` (``finish_reason: "length"``) when playing llama.cpp."""
+        limit = body.get("max_completion_tokens") or body.get("max_tokens")
+        if self.n_ctx is None or not limit or not isinstance(reply, dict) or reply["tool_calls"]:
+            return reply
+        content = reply["content"] or ""
+        kept = int(limit * self.chars_per_token)
+        if len(content) <= kept:
+            return reply
+        return {**reply, "content": content[:kept], "finish_reason": "length"}
+
     def _respond(self, body: dict) -> Outcome:
         """Ask the responder for a reply, turning failures into a 500 StubError.
 
@@ -539,7 +596,7 @@ class OpenAIStub:
                     return outcome
                 reply = _check_reply(outcome)
                 _check_answer(seen, reply, tool_calling=self.tool_calling)
-                return reply
+                return self.within_max_tokens(body, reply)
             except Exception as exc:  # reported to the client, not swallowed
                 return StubError(500, f"stub responder failed: {exc!r}")
 
@@ -556,8 +613,10 @@ def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
             """Keep the test output quiet: do not log requests."""
 
         def do_GET(self) -> None:
-            """Answer ``GET /v1/models``; anything else is 404."""
-            if self.path.rstrip("/") == _MODELS_PATH:
+            """Answer ``GET /v1/models`` (and ``GET /props`` when playing llama.cpp); anything else is 404."""
+            if self.path.rstrip("/") == _PROPS_PATH and stub.n_ctx is not None and stub.props:
+                self._send_json(200, {"default_generation_settings": {"n_ctx": stub.n_ctx}, "total_slots": 1})
+            elif self.path.rstrip("/") == _MODELS_PATH:
                 model = {
                     "id": "gpt-test",
                     "object": "model",
@@ -586,6 +645,10 @@ def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
             if problem is not None:
                 stub._reject(body, problem)
                 self._send_json(400, _error_body(problem))
+                return
+            if (refusal := stub.exceeded(body)) is not None:
+                stub._reject(body, refusal["message"])
+                self._send_json(400, {"error": refusal})
                 return
             outcome = stub._respond(body)
             time.sleep(stub.latency)

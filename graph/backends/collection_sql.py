@@ -1,7 +1,7 @@
 """A turn's memories in one SQL statement on this project's SQLite and PostgreSQL stores.
 
 The statement returns, for each collection kind of the turn (the ToDos, any added collection), the rows that
-changed since the reader's mark for that list, found through the change log (`graph.backends.todo_changes`; a
+changed since the reader's mark for that list, found through the change log (`graph.backends.collection_changes`; a
 first read, without a mark, gets every row), and each single document (the profile, the instructions, any
 added one): one round trip, one pool checkout, and a cost that follows the changes, not the lists. A deleted
 row comes back without a value, and so does, on PostgreSQL when the store hides expired items, a row that has
@@ -9,7 +9,7 @@ expired since the last read. Each store class gives its dialect (`Dialect`: `gra
 `graph.backends.atomic_postgres`); a store without the change log is read through its own API instead.
 
 Marks, one per list: the number of users forgotten so far (a change means the log lost rows: the reader reads
-every list whole again, see `graph.backends.todo_changes`), the identity of the store table and its log (a
+every list whole again, see `graph.backends.collection_changes`), the identity of the store table and its log (a
 change means the table was reset: the reader installs the log again and reads every list whole, and so it does
 when the log is missing), and on SQLite the highest log number read of that list (writers take turns, so no
 lower number can commit later); on PostgreSQL the oldest transaction still running when the statement ran
@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 from langgraph.store.base import Item
 
-from graph.memory.change_log import MemoryRows, StoredDocument, TodoChange
+from graph.memory.change_log import CollectionChange, MemoryRows, StoredDocument
 from graph.memory.kinds import MemoryKind
 from graph.memory.store import namespace
 
@@ -133,16 +133,16 @@ def memory_rows(
     """What the statement's rows say: each collection's changes (their documents not yet parsed) and each single
     document, with the next `marks`."""
     namespaces = {kind.name: namespace(kind, user_id) for kind in kinds}  # the same tuple for every row of a kind
-    changes: dict[str, list[TodoChange]] = {kind.name: [] for kind in kinds if kind.collection}
+    changes: dict[str, list[CollectionChange]] = {kind.name: [] for kind in kinds if kind.collection}
     documents: dict[str, Item | None] = {kind.name: None for kind in kinds if not kind.collection}
     for row in rows:
         if row[KIND] == "changed":
             document = None if row[VALUE] is None else StoredDocument(
                 namespaces[row[MEMORY]], row[KEY], row[VALUE], *row[CREATED_AT:]
             )
-            changes[row[MEMORY]].append(TodoChange(row[KEY], row[VERSION], document))
+            changes[row[MEMORY]].append(CollectionChange(row[KEY], row[VERSION], document))
         elif row[KIND] == "expired":
-            changes[row[MEMORY]].append(TodoChange(row[KEY], row[VERSION], None))
+            changes[row[MEMORY]].append(CollectionChange(row[KEY], row[VERSION], None))
         elif row[KIND] == "document":
             documents[row[MEMORY]] = _item(row, namespaces[row[MEMORY]])
     return MemoryRows(changes, documents, dict(marks), whole)

@@ -1,10 +1,10 @@
 """The memory change log: the database records which memory rows changed, so a turn reads only those.
 
 Triggers on LangGraph's `store` table keep one row per memory document (namespace, key) in `maistro_todo_changes`
-(named when it logged the ToDos alone; it logs every namespace but the history now, so every collection kind,
-declared or not, is read by its changes), stamped with when it last changed: on SQLite a number that grows with every write (writers take turns, so the numbers
+(named when it logged the ToDos alone, a name existing databases keep; it logs every namespace but the history
+now, so every collection kind, declared or not, is read by its changes), stamped with when it last changed: on SQLite a number that grows with every write (writers take turns, so the numbers
 commit in order), on PostgreSQL the writing transaction's id (transactions commit in any order: a reader goes
-back to the oldest transaction still running when it last read, see `graph.backends.todo_sql`). A deleted
+back to the oldest transaction still running when it last read, see `graph.backends.collection_sql`). A deleted
 row keeps its log row, so readers learn of the deletion. The triggers catch every writer of the database: the
 update nodes, imports, the TTL sweeper, other processes, LangGraph's own store classes.
 
@@ -23,7 +23,7 @@ files (TRUNCATE and a restore give a table new files) and the server's system id
 or the log is missing (a backup from before the log existed), the reader installs the log again
 (`reinstall_change_log`) and reads every list whole.
 
-`TodoChangeLog` is what the project's store classes share: the read through the log and its recovery. Each
+`CollectionChangeLog` is what the project's store classes share: the read through the log and its recovery. Each
 class holds its dialect's SQL (`graph.backends.atomic.AtomicSqliteStore`,
 `graph.backends.atomic_postgres.AtomicPostgresStore`): its `install_change_log` runs when our storage opens
 and when a reader found a reset, and logs every stored memory row the log lacks, in one transaction. The tables and
@@ -37,15 +37,18 @@ the store through its own API (`graph.memory.change_log.change_log`).
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from graph.backends.collection_sql import log_state, memory_rows
 from graph.backends.list_index import INDEX as LIST_INDEX
-from graph.backends.todo_sql import log_state, memory_rows
 from graph.memory.change_log import MemoryRows
-from graph.memory.kinds import TODO, MemoryKind
+from graph.memory.kinds import MemoryKind
 from graph.memory.store import HISTORY
 
-# What the first migration logged (the ToDos); the later ones log every prefix but the history's.
-PREFIX = f"{TODO.name}."
+# What the first migration logged (the ToDos' namespace, as it ran in databases made then); the later ones log
+# every prefix but the history's.
+FIRST_LOGGED_PREFIX = "todo."
 UNLOGGED_PREFIX = f"{HISTORY}."
+# The log's tables keep the names they were created with (when only the ToDos were logged): existing databases
+# have them.
 TABLE = "maistro_todo_changes"
 FORGETS = "maistro_todo_forgets"
 # Which of a store class's `CHANGE_LOG_MIGRATIONS` the database has run, by their index.
@@ -61,11 +64,11 @@ FORGET_LOG = f"""DELETE FROM {TABLE} WHERE {{prefixes}}
 AND NOT EXISTS (SELECT 1 FROM store WHERE store.prefix = {TABLE}.prefix AND store.key = {TABLE}.key)"""
 
 
-class TodoChangeLog:
+class CollectionChangeLog:
     """Mixin for this project's SQL stores: the memory change log, and a turn's memories read through it.
 
     A store class supplies its dialect: `install_change_log`, `change_log_present`, `forget_user_items` and
-    `_changed_rows` (the statement of `graph.backends.todo_sql`, each list read from its position, and the
+    `_changed_rows` (the statement of `graph.backends.collection_sql`, each list read from its position, and the
     next positions).
     """
 
