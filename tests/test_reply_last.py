@@ -168,7 +168,7 @@ def test_a_reply_given_first_is_written_before_its_calls_and_read_as_the_model_w
     """Written apart, the reply and its calls keep the routing message's replay seed, the turn reads as answered,
     an extraction does not read the reply as the user's conversation, and a prompt gets the message back whole."""
     call = {"name": "UpdateMemory", "args": {"update_type": "todo"}, "id": "call_1", "type": "tool_call"}
-    routing = AIMessage(content=REPLY, id="run-1", tool_calls=[call])
+    routing = AIMessage(content=REPLY, id="run-1", tool_calls=[call], response_metadata={"finish_reason": "length"})
     asked = HumanMessage("Remind me to book a dentist.", id="h1")
     answer = ToolMessage("ToDo added.", tool_call_id="call_1")
 
@@ -182,6 +182,7 @@ def test_a_reply_given_first_is_written_before_its_calls_and_read_as_the_model_w
     assert not turn_answered(written) and turn_answered([*written, answer])
     asked_again, joined = rejoined(written)
     assert asked_again is asked and (joined.id, joined.text, joined.tool_calls) == ("run-1", REPLY, [call])
+    assert joined.response_metadata == routing.response_metadata, "a cut reply is prompted as cut"
     assert reply_last([*written, answer]) == [asked, calling, answer, reply]
 
 
