@@ -18,7 +18,7 @@ SLOW seconds late (a one-memory turn is three calls); a server whose waiting nod
 most of its throughput to a slow model. Target: turns/s at SLOW >= 0.55x turns/s at FAST. `langgraph dev` runs
 with the flags docs/operating/deploying.md recommends (`DEV_FLAGS`); Aegra runs as two instances sharing one PostgreSQL and one Redis, each
 user's turns alternating between them, so every thread is continued on the instance it did not start on; both
-with the default MAISTRO_NODE_THREADS. The model is the benchmark's chore-keeping stub (`bench.chore_endpoint`) in
+with the default MAISTRO_NODE_THREADS. The model is the benchmark's chore-keeping stub (`testing.chore_endpoint`) in
 a process of its own. Afterwards each user's ToDos are read back through the SDK and must be exactly the chores
 they sent. CPU milliseconds per turn are counted for each phase by process tree (user + system time of the
 processes and of their ended children): the servers, PostgreSQL (the server listening on the database's port: a
@@ -46,12 +46,12 @@ import psutil
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
-from bench.chore_endpoint import ADD, ChoreEndpoint
 from graph.memory.store import user_label
-from tests.support import postgres_server
-from tests.support.aegra_server import aegra_instances, redis_server
-from tests.support.langgraph_server import GRAPH_ID, langgraph_dev, token_environment
-from tests.support.stored_names import TODO
+from testing import postgres_server
+from testing.aegra_server import aegra_instances, redis_server
+from testing.chore_endpoint import ADD, ChoreEndpoint
+from testing.langgraph_server import GRAPH_ID, langgraph_dev, token_environment
+from testing.stored_names import TODO
 
 LONE_TURNS = 5
 TOKEN_LENGTH = 24

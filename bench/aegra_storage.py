@@ -23,12 +23,12 @@ import psycopg
 from langgraph_sdk import get_client
 
 from bench.aegra_load import model_process, postgres
-from bench.chore_endpoint import ADD
 from graph.memory.store import user_label
-from tests.support import postgres_server
-from tests.support.aegra_server import aegra_instances
-from tests.support.langgraph_server import GRAPH_ID, token_environment
-from tests.support.stored_names import TODO
+from testing import postgres_server
+from testing.aegra_server import aegra_instances
+from testing.chore_endpoint import ADD
+from testing.langgraph_server import GRAPH_ID, token_environment
+from testing.stored_names import TODO
 
 USER, TOKEN = "storage-user", "storage-user-token-0123456789"
 TARGET_MB_PER_1000_TURNS = 4.0

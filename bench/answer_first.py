@@ -4,7 +4,7 @@
 
 The path users run: `build_graph` on SQLite in a temporary directory, the default model factory's real
 `langchain_openai.ChatOpenAI` client, over HTTP, to the local OpenAI-compatible stub answering as the
-benchmark's chore-keeping model (`bench.chore_endpoint`, `replies_first`: when the chat prompt asks for the
+benchmark's chore-keeping model (`testing.chore_endpoint`, `replies_first`: when the chat prompt asks for the
 reply first, `prompts.REPLY_FIRST_RULE`, it replies in the message that calls UpdateMemory, as a model
 following the prompt does) with every answer `--latency` seconds late (default 0.3 s, a model's time to
 answer; requests wait concurrently). Each turn is streamed with `stream_mode="messages"`, the way
@@ -15,7 +15,7 @@ each in the default reply timing, "first", and in the tutorial's, "after_updates
 `config["configurable"]`). Every repetition plays each turn on a fresh user and thread, so all repetitions
 of a turn start from the same empty memory and send the same prompts; one warm-up round is not counted,
 and times are medians. Per memory turn it also counts model calls, sequential calls (the longest chain of
-requests that waited for one another, `bench.chore_endpoint.sequential_requests`) and prompt tokens (the
+requests that waited for one another, `testing.chore_endpoint.sequential_requests`) and prompt tokens (the
 sum of the CJK-aware estimates of the turn's requests). One lone call, a raw `ChatOpenAI` stream of a short
 prompt through the same client, is timed in the same run; every time is also printed as a ratio to it.
 
@@ -36,14 +36,14 @@ from pathlib import Path
 
 from langchain_core.messages import AIMessageChunk, HumanMessage
 
-from bench.chore_endpoint import ADD, MOVED, ChoreEndpoint, Request, model_environment, sequential_requests
 from graph import build_graph, close_graph
 from graph.app.session import CHAT_NODE
 from graph.backends.model import load_chat_model
-from graph.configuration import Configuration
 from graph.memory.store import namespace
+from graph.run_context import RunContext
 from graph.settings import REPLY_TIMINGS
-from tests.support.stored_names import PROFILE, TODO
+from testing.chore_endpoint import ADD, MOVED, ChoreEndpoint, Request, model_environment, sequential_requests
+from testing.stored_names import PROFILE, TODO
 
 CHIT_CHAT = "chit-chat"
 ONE_MEMORY = "one-memory"
@@ -117,7 +117,7 @@ def stream_turn(agent, endpoint: ChoreEndpoint, turn: str, reply_timing: str, us
 
 def lone_call_seconds(samples: int) -> float:
     """Median seconds to the first text chunk of one raw streamed call through the default model's client."""
-    model = load_chat_model(Configuration())
+    model = load_chat_model(RunContext())
     times = []
     for _ in range(samples):
         started = time.perf_counter()

@@ -3,7 +3,7 @@
 A user with 10,000 ToDos and an empty user are stored first (SQLite, and PostgreSQL unless told otherwise:
 `auto` starts a throwaway server). Then, REPEATS times for each, a fresh interpreter does what `maistro chat`
 does: `build_graph`, then two turns through the real graph, trustcall, store and `ChatOpenAI` against the
-zero-latency chore endpoint (`bench.chore_endpoint`), each turn adding a chore. It reports the wall and CPU
+zero-latency chore endpoint (`testing.chore_endpoint`), each turn adding a chore. It reports the wall and CPU
 milliseconds of each turn (median over the processes) and the ratio of the first to the second; the first
 turn pays for what a process does once (lazy imports, the HTTP connection, the first read of the lists). A
 long list's first turn reads its head and leaves the whole list to a background read after the run
@@ -22,9 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.chore_endpoint import ADD, ChoreEndpoint, model_environment
 from bench.run import create_database, database_url, postgres_admin, seed
 from graph import build_graph, close_graph
+from testing.chore_endpoint import ADD, ChoreEndpoint, model_environment
 
 LARGE_LIST = 10_000
 REPEATS = 5
@@ -35,7 +35,7 @@ CHILD = """
 import json, sys, time
 from langchain_core.messages import HumanMessage
 from graph import build_graph, close_graph
-from graph.memory.list_reads import wait_for_whole_reads
+from graph.runtime import runtime_of
 user, where, run = sys.argv[1], sys.argv[2], sys.argv[3]
 agent = build_graph(database_url=where) if where.startswith("postgresql") else build_graph(where)
 config = {"configurable": {"thread_id": f"{user}-{run}", "user_id": user}}
@@ -45,7 +45,7 @@ for n in range(2):
     agent.invoke({"messages": [HumanMessage(f"%sBuy stamps (chore {run}.{n})")]}, config)
     turns.append({"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu})
     wall = time.perf_counter()
-    wait_for_whole_reads()  # what the turn left to the background, done before the person's next message
+    runtime_of(agent).reads.reader.wait()  # what the turn left to the background, done before the person's next message
     turns[-1]["background"] = time.perf_counter() - wall
 close_graph(agent)
 print(json.dumps(turns))

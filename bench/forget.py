@@ -24,8 +24,8 @@ from graph import build_graph, close_graph
 from graph.memory.admin import forget_user
 from graph.memory.change_log import change_log
 from graph.memory.store import HISTORY, namespace
-from tests.support.scripted_session import REQUEST, task_keeper
-from tests.support.stored_names import TODO
+from testing.scripted_session import REQUEST, task_keeper
+from testing.stored_names import TODO
 
 FORGOTTEN = "user-00000"
 TURNS = 3

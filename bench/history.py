@@ -3,7 +3,7 @@
 Two users in one store, on SQLite and on PostgreSQL (`auto` starts a throwaway server): one with ten years of
 daily use (20,000 history entries) and one with 50, cloned from what the agent writes (a template user plays
 real turns through the graph, trustcall and `ChatOpenAI` against the zero-latency chore endpoint,
-`bench.chore_endpoint`; its history entries and ToDos are copied with new ids and times). Both users hold the
+`testing.chore_endpoint`; its history entries and ToDos are copied with new ids and times). Both users hold the
 same 50 open ToDos, so the ratios are the history's alone. Measured for each user, median wall time:
 
 - the memory page's read (`graph.server.memory_page.read_memories`, the newest 50 entries and the count), and its
@@ -36,7 +36,6 @@ from pathlib import Path
 from langchain_core.messages import HumanMessage
 from langgraph.store.base import PutOp
 
-from bench.chore_endpoint import ADD, ChoreEndpoint, model_environment
 from bench.run import create_database, database_url, postgres_admin, scale_messages
 from graph import build_graph, close_graph
 from graph.memory.admin import export_memories
@@ -44,6 +43,7 @@ from graph.memory.changes import list_history, undo_change
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS, TODO
 from graph.memory.store import HISTORY, namespace, read_kind
 from graph.server.memory_page import memories_version, read_memories
+from testing.chore_endpoint import ADD, ChoreEndpoint, model_environment
 
 LONG, SHORT, TEMPLATE = "ten-years", "fifty", "template"
 SHORT_ENTRIES = 50

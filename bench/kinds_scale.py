@@ -25,12 +25,12 @@ from pathlib import Path
 from langgraph.store.base import PutOp
 from pydantic import BaseModel, Field
 
-from bench.chore_endpoint import ChoreEndpoint, latest_user_line, model_environment, request_documents
 from bench.run import create_database, database_url, median_ms, play, postgres_admin
 from graph import DEFAULT_MEMORY_KINDS, MemoryKind, build_graph, close_graph
 from graph.memory.store import namespace
-from tests.support.openai_stub import text_reply, tool_calls_reply, tool_names
-from tests.support.stub_script import kind_of, update
+from testing.chore_endpoint import ChoreEndpoint, latest_user_line, model_environment, request_documents
+from testing.openai_stub import text_reply, tool_calls_reply, tool_names
+from testing.stub_script import kind_of, update
 
 MANY = 500
 TURNS = 60

@@ -2,7 +2,7 @@
 
 `python -m bench.model_faults [--streamed] [--json FILE]`
 
-Every fault of the catalogue (tests/support/model_faults.py: malformed arguments, calls without ids or with
+Every fault of the catalogue (testing/model_faults.py: malformed arguments, calls without ids or with
 empty or repeated ids, unknown tools, calls written as text in each format and calls quoted in each style,
 replies and calls past the size and depth bounds, near-miss and unknown routing values, an invalid response
 body, empty replies, HTTP 429 and 500, a cut stream, a slow answer) is played once, alone, by the
@@ -27,10 +27,10 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-from bench.chore_endpoint import model_environment
-from tests.support.model_faults import CATALOGUE, FaultOutcome, play_fault
-from tests.support.openai_stub import OpenAIStub
-from tests.support.stub_script import Script
+from testing.chore_endpoint import model_environment
+from testing.model_faults import CATALOGUE, FaultOutcome, play_fault
+from testing.openai_stub import OpenAIStub
+from testing.stub_script import Script
 
 COLUMNS = ("fault", "exception?", "wedged?", "lost untold?", "removed?", "doubled?", "model calls", "outcome")
 

@@ -5,7 +5,7 @@
 llama-server keeps each slot's last prompt and reads again only what follows the part a new prompt shares with it.
 This plays a short conversation (`CONVERSATION`) through the agent's graph (`build_graph`, `graph.stream`, the real
 `ChatOpenAI` client, a throwaway SQLite store, `MAISTRO_CALL_MODE=tools`) against SmolLM2-135M-Instruct on `llama-server`
-(tests/support/llama_server.py: one thread, two slots of 8,192 tokens, replies capped at the server), and reads
+(testing/llama_server.py: one thread, two slots of 8,192 tokens, replies capped at the server), and reads
 from the server's `/metrics`, per turn, the prompt tokens it re-read (`prompt_tokens_total`), those it took from its
 cache (`prompt_tokens_cached_total`) and the seconds it spent reading.
 
@@ -35,7 +35,7 @@ from rich.table import Table
 from graph import build_graph, close_graph
 from graph.memory.kinds import TODO
 from graph.memory.store import namespace
-from tests.support.llama_server import LlamaServer, serving
+from testing.llama_server import LlamaServer, serving
 
 CONVERSATION = (
     "Hi! My name is Lance and I live in San Francisco.",

@@ -3,7 +3,7 @@
 `python -m bench.real_models [--model NAME|all] [--mode tools|json|all] [--cases PATTERN|all] [--json FILE]
 [--temperature T] [--reply-timing first|after_updates] [--todo-update-limit N] [--n-predict N] [--time-budget S]`
 
-For each packaged model (tests/support/llama_server.py: SmolLM2-135M-Instruct, Gemma 3 270M) and each call mode
+For each packaged model (testing/llama_server.py: SmolLM2-135M-Instruct, Gemma 3 270M) and each call mode
 (`MAISTRO_CALL_MODE`: `tools`, the model's native tool calls; `json`, routing and extraction as schema-constrained
 JSON), it starts `llama-server` on a free loopback port and plays eval cases (graph/eval/) through this agent's
 graph on a throwaway SQLite store and the real `ChatOpenAI` client, one turn at a time as `maistro eval` does
@@ -63,8 +63,8 @@ from graph.eval.runner import (
     today_in,
 )
 from graph.eval.scoring import score_case
-from tests.support.llama_server import MODELS, LlamaServer, PackagedModel, prepare
-from tests.support.thread_checks import doubled_todos, unanswered_calls
+from testing.llama_server import MODELS, LlamaServer, PackagedModel, prepare
+from testing.thread_checks import doubled_todos, unanswered_calls
 
 MODES = ("tools", "json")
 # One case of each category: the shortest that still exercises it.

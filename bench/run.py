@@ -2,7 +2,7 @@
 
 Every turn goes through the real graph, trustcall, the real stores (SQLite, and PostgreSQL unless told
 otherwise: `auto` starts a throwaway server) and the real `ChatOpenAI` client, over HTTP, to a local
-OpenAI-compatible endpoint that answers at once (`bench.chore_endpoint`). So the times are the agent's own
+OpenAI-compatible endpoint that answers at once (`testing.chore_endpoint`). So the times are the agent's own
 cost per turn (graph, prompts, the OpenAI SDK's request handling, storage, and the in-process endpoint's
 HTTP handling) with a model of zero latency; a real model's latency comes on top. Scenarios:
 
@@ -34,15 +34,15 @@ import psycopg
 from langchain_core.messages import HumanMessage
 from langgraph.store.base import PutOp
 
-from bench.chore_endpoint import ADD, MOVED, ChoreEndpoint, model_environment, sequential_requests
 from bench.cold_start import print_cold_start
-from bench.postgres_counts import counting_statements, server_transactions
 from bench.trust import print_trust
 from graph import build_graph, close_graph
 from graph.memory.admin import last_thread
 from graph.memory.store import namespace
-from tests.support import postgres_server
-from tests.support.stored_names import TODO
+from testing import postgres_server
+from testing.chore_endpoint import ADD, MOVED, ChoreEndpoint, model_environment, sequential_requests
+from testing.postgres_counts import counting_statements, server_transactions
+from testing.stored_names import TODO
 
 CHORES = ["Water the plants", "Pay the electricity bill", "Renew passport", "Call grandma", "Clean gutters"]
 LARGE_LIST = 10_000

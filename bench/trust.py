@@ -1,6 +1,6 @@
 """Trust: precision and recall of the secret filter on the labelled corpus (`python -m bench.trust`).
 
-The corpus is `tests.support.secret_corpus`: ToDo-like texts with secrets in every format the filter covers
+The corpus is `testing.secret_corpus`: ToDo-like texts with secrets in every format the filter covers
 (English, Chinese, German, Spanish, French, Japanese and Korean; spelled with invisible or look-alike
 characters), and ordinary texts that hold none (UUIDs, history ids, Luhn-valid order and tracking numbers,
 dates, phone numbers, texts about 密码, Passwort or パスワード …). Counted per text: a secret text is caught when the filter's output is
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from graph.memory.redaction import redact_text
 from graph.server.limits import MAX_RUN_INPUT_BYTES, MAX_STORE_VALUE_BYTES
-from tests.support.secret_corpus import ORDINARY_CASES, SECRET_CASES
+from testing.secret_corpus import ORDINARY_CASES, SECRET_CASES
 
 RECALL_TARGET = 0.98
 

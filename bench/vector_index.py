@@ -19,7 +19,7 @@ from pathlib import Path
 import psycopg
 from langgraph.store.postgres import PostgresStore
 
-from tests.support import postgres_server
+from testing import postgres_server
 
 DIMS = 384
 LIMIT = 10

@@ -3,7 +3,7 @@
 `__all__` is the public API. Its names are imported on first use (`_EXPORTS` says from where), so that
 `import graph.<package>` (the CLI, the server's auth) loads only what it needs; `from graph import build_graph`
 works as usual, and type checkers read the same names from the imports under `TYPE_CHECKING` (the package ships
-`py.typed`). tests/test_public_surface.py keeps the three in step.
+`py.typed`). tests/project/test_public_surface.py keeps the three in step.
 """
 
 import importlib
@@ -13,8 +13,8 @@ if TYPE_CHECKING:
     from graph.agent import build_graph, close_graph, create_builder, open_graph
     from graph.backends.model import ModelNotConfiguredError, ensure_model_configured, load_chat_model
     from graph.backends.storage import close_storage, default_data_dir, open_storage, open_store
-    from graph.configuration import Configuration
     from graph.memory.kinds import DEFAULT_MEMORY_KINDS, MemoryKind
+    from graph.run_context import RunContext
     from graph.settings import Settings, SettingsError, current_settings
 
 _EXPORTS = {
@@ -22,7 +22,7 @@ _EXPORTS = {
     "close_graph": "graph.agent",
     "create_builder": "graph.agent",
     "open_graph": "graph.agent",
-    "Configuration": "graph.configuration",
+    "RunContext": "graph.run_context",
     "DEFAULT_MEMORY_KINDS": "graph.memory.kinds",
     "MemoryKind": "graph.memory.kinds",
     "ModelNotConfiguredError": "graph.backends.model",
@@ -39,7 +39,7 @@ _EXPORTS = {
 
 __all__ = [
     "DEFAULT_MEMORY_KINDS",
-    "Configuration",
+    "RunContext",
     "MemoryKind",
     "ModelNotConfiguredError",
     "Settings",

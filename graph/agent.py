@@ -12,10 +12,13 @@ nodes it ends the turn without a model call unless the reply must change (graph.
 
 One update node per memory kind (`graph.memory.kinds`; the drawing shows `DEFAULT_MEMORY_KINDS`): pass
 `memory_kinds=[*DEFAULT_MEMORY_KINDS, my_kind]` to add one, or set MAISTRO_MEMORY_KINDS for the server's graph.
+Each graph built here has its own `GraphRuntime` (`graph.runtime`): its kinds, caches and background reader.
 
-`graph` (named in langgraph.json) is compiled without checkpointer or store: `langgraph dev` and the
-LangGraph Platform supply both. Python users get the durable version from `open_graph()` (a context
-manager that closes what it opened) or `build_graph()` (the tutorial's style: open until `close_graph`).
+`server_graph` (named in langgraph.json and aegra.json) builds the servers' graph on its first call, without
+checkpointer or store (the server supplies both), so a bad setting stops the server's start with one sentence
+(`SettingsError`) and `import graph.agent` never fails on one; `graph` is that graph. Python users get the
+durable version from `open_graph()` (a context manager that closes what it opened) or `build_graph()` (the
+tutorial's style: open until `close_graph`).
 """
 
 import functools
@@ -33,20 +36,21 @@ from langgraph.graph.state import CompiledStateGraph
 from graph.backends.list_index import ListIndexed
 from graph.backends.model import ChatModelFactory, ModelCallBudget, load_chat_model
 from graph.backends.storage import close_storage, open_storage
-from graph.configuration import Configuration
 from graph.durability import durability_config
 from graph.memory.kinds import MemoryKind, resolve_kinds
-from graph.memory.list_reads import ReadListsAfterRun
 from graph.nodes.chat import task_maistro
 from graph.nodes.extraction import cached_extractor
 from graph.nodes.update import extraction_options
 from graph.nodes.update_kinds import update_node
+from graph.run_context import RunContext
+from graph.runtime import GraphRuntime, runtime_of
 from graph.settings import current_settings
 from graph.state import InputState, State
 from graph.thread.tool_calls import pending_update_calls
 
-# The graph's name: the API server names its assistant after it, and MCP clients see it as the tool's name.
-AGENT_NAME = "todo_memory_agent"
+# The graph's name, the same as its id in langgraph.json: the API server names the assistant of a graph factory
+# after its id (Aegra after the graph), and MCP clients see that name as the tool's name.
+AGENT_NAME = "task_maistro"
 
 
 def message_router(kinds: Sequence[MemoryKind]) -> Callable[[State, RunnableConfig], list[str] | str]:
@@ -67,18 +71,19 @@ def create_builder(
     """The uncompiled graph; `chat_model` turns a run's settings into the chat model every node uses, and
     `memory_kinds` (default MAISTRO_MEMORY_KINDS, else `DEFAULT_MEMORY_KINDS`) are the memories it keeps.
 
-    `Configuration` is the run context's schema (a run's `context=`, shown in Studio); each node gets the run's
-    settings from `RunSettings.of`, which also reads the tutorial's `configurable`.
+    `RunContext` is the run context's schema (a run's `context=`, shown in Studio); each node gets the run's
+    settings from `ResolvedRun.of`, which also reads the tutorial's `configurable`.
     """
-    return graph_builder(chat_model, resolve_kinds(memory_kinds))
+    return graph_builder(chat_model, GraphRuntime(resolve_kinds(memory_kinds)))
 
 
-def graph_builder(chat_model: ChatModelFactory, kinds: tuple[MemoryKind, ...]) -> StateGraph:
-    """The uncompiled graph of `kinds`, already checked (`graph.memory.kinds.resolve_kinds`)."""
-    builder = StateGraph(State, input_schema=InputState, context_schema=Configuration)
-    builder.add_node("task_maistro", partial(task_maistro, chat_model=chat_model, kinds=kinds))
+def graph_builder(chat_model: ChatModelFactory, graph_runtime: GraphRuntime) -> StateGraph:
+    """The uncompiled graph of `graph_runtime`'s kinds, whose nodes keep what they keep in `graph_runtime`."""
+    kinds = graph_runtime.kinds
+    builder = StateGraph(State, input_schema=InputState, context_schema=RunContext)
+    builder.add_node("task_maistro", partial(task_maistro, chat_model=chat_model, graph_runtime=graph_runtime))
     for kind in kinds:
-        builder.add_node(kind.node, update_node(kind, kinds, chat_model))
+        builder.add_node(kind.node, update_node(kind, graph_runtime, chat_model))
         builder.add_edge(kind.node, "task_maistro")
     builder.add_edge(START, "task_maistro")
     builder.add_conditional_edges("task_maistro", message_router(kinds), [*(kind.node for kind in kinds), END])
@@ -89,16 +94,31 @@ def compile_agent(
     chat_model: ChatModelFactory = load_chat_model, memory_kinds: Sequence[MemoryKind] | None = None, **persistence: Any
 ) -> CompiledStateGraph:
     """The compiled graph (with `checkpointer` and `store` when given), every run capped in model calls."""
-    return compiled_graph(create_builder(chat_model, memory_kinds), **persistence)
+    graph_runtime = GraphRuntime(resolve_kinds(memory_kinds))
+    return compiled_graph(graph_builder(chat_model, graph_runtime), graph_runtime, **persistence)
 
 
-def compiled_graph(builder: StateGraph, **persistence: Any) -> CompiledStateGraph:
-    """The builder compiled under the agent's name, every run capped in model calls; after a run, the lists it read
-    by their heads are read whole in the background (`graph.memory.list_reads`)."""
-    return builder.compile(name=AGENT_NAME, **persistence).with_config(callbacks=[ModelCallBudget(), ReadListsAfterRun()])
+def compiled_graph(builder: StateGraph, graph_runtime: GraphRuntime, **persistence: Any) -> CompiledStateGraph:
+    """The builder (made with `graph_runtime`) compiled under the agent's name, every run capped in model calls;
+    `graph_runtime` rides along as a callback, so after a run the lists it read by their heads are read whole in
+    the background (`graph.memory.list_reads`), and `graph.runtime.runtime_of` finds it."""
+    compiled = builder.compile(name=AGENT_NAME, **persistence)
+    return compiled.with_config(callbacks=[ModelCallBudget(), graph_runtime])
 
 
-graph = compile_agent()
+@functools.cache
+def server_graph() -> CompiledStateGraph:
+    """The graph `langgraph dev`, the LangGraph Platform and Aegra serve (langgraph.json and aegra.json name this
+    function), built once, on the first call: with MAISTRO_MEMORY_KINDS's kinds, without checkpointer or store
+    (the server supplies both). Raises `SettingsError`, one sentence, when a setting cannot be used."""
+    return compile_agent()
+
+
+def __getattr__(name: str) -> Any:
+    """`graph`, the servers' graph (`server_graph`), built when first asked for rather than at import."""
+    if name == "graph":
+        return server_graph()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def build_graph(
@@ -116,25 +136,27 @@ def build_graph(
     semantic index; `memory_kinds` (default MAISTRO_MEMORY_KINDS, else `DEFAULT_MEMORY_KINDS`) are the memories
     it keeps. Runs default to "sync" durability (see graph.durability). Release it with `close_graph`.
     """
-    kinds = resolve_kinds(memory_kinds)  # checked once, and refused before storage opens
+    graph_runtime = GraphRuntime(resolve_kinds(memory_kinds))  # the kinds checked once, before storage opens
     checkpointer, store = open_storage(data_dir, database_url, embeddings)
     if isinstance(store, ListIndexed):
-        store.describe_lists(kinds)
+        store.describe_lists(graph_runtime.kinds)
     store.start_ttl_sweeper()
-    compiled = compiled_graph(graph_builder(chat_model, kinds), checkpointer=checkpointer, store=store)
-    warm_up(chat_model, kinds)
+    builder = graph_builder(chat_model, graph_runtime)
+    compiled = compiled_graph(builder, graph_runtime, checkpointer=checkpointer, store=store)
+    warm_up(chat_model, graph_runtime)
     return compiled.with_config(durability_config("sync"))
 
 
-def warm_up(chat_model: ChatModelFactory, kinds: Sequence[MemoryKind]) -> None:
+def warm_up(chat_model: ChatModelFactory, graph_runtime: GraphRuntime) -> None:
     """Do as the graph is built what a fresh process's first turn would pay for (`python -m bench.first_turn`):
     create the default model client when an endpoint is configured (its HTTP clients load the certificates,
     about 0.1 s) and each kind's trustcall extractor for it (building one converts its tools' JSON schemas,
-    about 50 ms for the default kinds), and freeze what the process holds by then (`freeze_startup_objects`)."""
+    about 50 ms for the default kinds), kept in `graph_runtime`, and freeze what the process holds by then
+    (`freeze_startup_objects`)."""
     if getattr(chat_model, "func", chat_model) is load_chat_model and current_settings().model_configured():
-        model = chat_model(Configuration())
-        for kind in kinds:
-            cached_extractor(model, kind.schema, **extraction_options(kind))
+        model = chat_model(RunContext())
+        for kind in graph_runtime.kinds:
+            cached_extractor(graph_runtime.extractors, model, kind.schema, **extraction_options(kind))
     freeze_startup_objects()
 
 
@@ -147,8 +169,10 @@ def freeze_startup_objects() -> None:
 
 
 def close_graph(compiled: CompiledStateGraph) -> None:
-    """Release what `build_graph` opened: the TTL sweeper and the database connections (or pool)."""
+    """Release what `build_graph` opened: the TTL sweeper, the background list reads and the database connections
+    (or pool)."""
     compiled.store.stop_ttl_sweeper()
+    runtime_of(compiled).close()
     close_storage(compiled.checkpointer, compiled.store)
 
 

@@ -5,7 +5,7 @@ agent runs with "sync" durability. LangGraph takes the mode per call (`graph.str
 but the tutorial's plain `graph.stream(input, config)` has to be durable too. The only way to give a
 compiled graph a default mode is LangGraph's internal config key, which `Pregel.stream` reads when no mode
 is passed and which subgraphs inherit. This module is the one place that uses it (named in
-`graph.backends.langgraph_private`); tests/test_durability.py fails if a LangGraph upgrade changes what it means.
+`graph.backends.langgraph_private`); tests/storage/test_durability.py fails if a LangGraph upgrade changes what it means.
 """
 
 from langchain_core.runnables import RunnableConfig

@@ -1,7 +1,7 @@
-"""The configuration tables of docs/operating/configuration.md, generated from `Settings` and `Configuration`.
+"""The configuration tables of docs/operating/configuration.md, generated from `Settings` and `RunContext`.
 
 `python -m graph.settings_table` prints both tables; `python -m graph.settings_table --write FILE` puts them
-between the file's `<!-- settings table -->` and `<!-- end of settings table -->` lines. `tests/test_docs.py`
+between the file's `<!-- settings table -->` and `<!-- end of settings table -->` lines. `tests/project/test_docs.py`
 fails when the page holds anything else, so the table cannot drift from the code.
 """
 
@@ -13,7 +13,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic.fields import FieldInfo
 
-from graph.configuration import Configuration
+from graph.run_context import RunContext
 from graph.settings import HistoryKeep, Settings
 
 BEGIN = "<!-- settings table -->"
@@ -74,9 +74,9 @@ def _run_values(setting: dataclasses.Field) -> str:
 
 
 def run_table() -> str:
-    """The per-run settings: one row per field of `Configuration` (`config["configurable"]` or `context=`)."""
+    """The per-run settings: one row per field of `RunContext` (`config["configurable"]` or `context=`)."""
     rows = ["| run setting | meaning | default | values |", "|---|---|---|---|"]
-    for setting in dataclasses.fields(Configuration):
+    for setting in dataclasses.fields(RunContext):
         rows.append(
             f"| `{setting.name}` | {_cell(setting.metadata.get('description', ''))} | {_run_default(setting)} "
             f"| {_run_values(setting)} |"

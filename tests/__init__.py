@@ -1,1 +1,2 @@
-"""Test package: unit, graph-level, end-to-end and server tests (support code in tests/support)."""
+"""The tests, in folders by layer (thread, memory, storage, models, nodes, settings, cli, server, eval, ...); what
+they run against is the top-level `testing` package."""

@@ -17,11 +17,11 @@ import psycopg
 import pytest
 
 from graph import build_graph, close_graph
-from graph.app.scripted_model import ScriptedChatModel
 from graph.backends.context_window import forget_windows
-from tests.support import postgres_server
-from tests.support.openai_stub import OpenAIStub
-from tests.support.stub_script import Script
+from testing import postgres_server
+from testing.openai_stub import OpenAIStub
+from testing.scripted_model import ScriptedChatModel
+from testing.stub_script import Script
 
 pytest_plugins = ["pytester"]
 
@@ -33,30 +33,31 @@ SLOW_PARAMETER = "postgres"
 # Tests slow for a reason of their own, by directory, file, or test (without its parameters), relative to tests/.
 SLOW_TESTS = {
     "server/": "starts langgraph dev, and Chromium for the page",
-    "real_models/": "runs llama-server and a real model (tests/support/llama_server.py)",
-    "langgraph_store/test_upstream_postgres_store.py": "PostgreSQL, through the suite's own fixtures",
-    "test_aegra_venv.py": "runs stand-in interpreters",
-    "test_cli.py::test_chat_process_saves_memory_and_the_next_run_continues_the_thread": "runs the CLI twice",
-    "test_cold_start.py": "a fresh interpreter per entry point",
-    "test_model_faults.py::test_faults_through_the_chat_process": "runs the CLI",
-    "test_model_faults.py::test_text_calls_through_the_chat_process": "runs the CLI",
-    "test_forget.py::test_the_cli_prints_what_it_removed_by_table": "runs the CLI",
-    "test_data_directory.py": "runs the CLI on each broken data directory",
-    "test_json_mode.py::test_maistro_chat_on_a_model_without_tool_calls_saves_and_tells": "runs the CLI",
-    "test_custom_kinds.py::test_a_file_in_the_working_directory_shadows_neither_the_module_named_nor_what_it_imports": (
+    "real_models/": "runs llama-server and a real model (testing/llama_server.py)",
+    "upstream/langgraph_store/test_upstream_postgres_store.py": "PostgreSQL, through the suite's own fixtures",
+    "harness/test_aegra_venv.py": "runs stand-in interpreters",
+    "nodes/test_graph_runtime.py::test_nothing_runs_in_a_thread_after_import": "a fresh interpreter",
+    "cli/test_cli.py::test_chat_process_saves_memory_and_the_next_run_continues_the_thread": "runs the CLI twice",
+    "project/test_cold_start.py": "a fresh interpreter per entry point",
+    "models/test_model_faults.py::test_faults_through_the_chat_process": "runs the CLI",
+    "models/test_model_faults.py::test_text_calls_through_the_chat_process": "runs the CLI",
+    "storage/test_forget.py::test_the_cli_prints_what_it_removed_by_table": "runs the CLI",
+    "storage/test_data_directory.py": "runs the CLI on each broken data directory",
+    "models/test_json_mode.py::test_maistro_chat_on_a_model_without_tool_calls_saves_and_tells": "runs the CLI",
+    "memory/test_custom_kinds.py::test_a_file_in_the_working_directory_shadows_neither_the_module_named_nor_what_it_imports": (
         "runs the CLI in a directory holding look-alike modules"
     ),
-    "test_exactly_once.py": "kills a worker process right after its commit",
-    "test_crash_safety.py": "kills worker processes at random points",
-    "test_persistence.py::test_a_new_process_sees_memories_and_thread_history": "a second process",
-    "test_persistence.py::test_two_processes_write_to_sqlite_at_once": "two processes",
-    "test_public_surface.py::test_the_wheel_ships_py_typed_the_memory_page_and_the_mit_license": "builds a wheel",
-    "test_semantic_index.py::test_a_differently_worded_item_is_found_only_through_the_index": "embeds 100 items",
-    "test_settings.py::test_the_cli_says_which_variable_is_wrong_without_a_traceback": "runs the CLI",
-    "test_settings.py::test_a_negative_retry_count_is_refused": "runs the CLI",
-    "test_terminal_processes.py": "runs the CLI, interrupts and kills it",
-    "test_docs.py::test_shell_blocks_run_as_written": "runs the documentation's commands",
-    "test_docs.py::test_python_blocks_run_in_order_as_one_session": "runs each page's Python in a fresh interpreter",
+    "storage/test_exactly_once.py": "kills a worker process right after its commit",
+    "storage/test_crash_safety.py": "kills worker processes at random points",
+    "storage/test_persistence.py::test_a_new_process_sees_memories_and_thread_history": "a second process",
+    "storage/test_persistence.py::test_two_processes_write_to_sqlite_at_once": "two processes",
+    "project/test_public_surface.py::test_the_wheel_ships_py_typed_the_memory_page_the_demo_model_and_the_mit_license": "builds a wheel",
+    "storage/test_semantic_index.py::test_a_differently_worded_item_is_found_only_through_the_index": "embeds 100 items",
+    "settings/test_settings.py::test_the_cli_says_which_variable_is_wrong_without_a_traceback": "runs the CLI",
+    "settings/test_settings.py::test_a_negative_retry_count_is_refused": "runs the CLI",
+    "cli/test_terminal_processes.py": "runs the CLI, interrupts and kills it",
+    "project/test_docs.py::test_shell_blocks_run_as_written": "runs the documentation's commands",
+    "project/test_docs.py::test_python_blocks_run_in_order_as_one_session": "runs each page's Python in a fresh interpreter",
 }
 # Programs a library may run in any test: `platform.processor()` asks `uname -p` (the OpenAI client's headers).
 HARMLESS_PROGRAMS = {"uname"}
@@ -125,7 +126,7 @@ def no_real_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("MAISTRO_DATA_DIR", str(tmp_path / "default-data"))
     monkeypatch.setenv("MAISTRO_TIMEZONE", "America/Los_Angeles")
     # The suite's scripts play tool-calling models; under the default "auto" each endpoint would first get the
-    # call mode's pre-check. The call mode's own tests (tests/test_call_mode.py, tests/test_json_mode.py) set it.
+    # call mode's pre-check. The call mode's own tests (tests/models/test_call_mode.py, tests/models/test_json_mode.py) set it.
     monkeypatch.setenv("MAISTRO_CALL_MODE", "tools")
     # Context windows are remembered per endpoint URL, and a later stub may get an earlier one's port.
     forget_windows()

@@ -87,9 +87,9 @@ def _storage_errors(data_dir: Path | None) -> Iterator[None]:
 
 
 def _user(user: str | None) -> str:
-    from graph.configuration import Configuration
+    from graph.run_context import RunContext
 
-    return check_user_id(Configuration(user_id=user or "").resolved_user_id)
+    return check_user_id(RunContext(user_id=user or "").resolved_user_id)
 
 
 @contextmanager
@@ -133,8 +133,8 @@ def chat(
     from graph.app.terminal import line_reader, run_chat, terminal_reader
     from graph.backends.model import NO_MODEL_MESSAGE, ModelNotConfiguredError, ensure_model_configured
     from graph.backends.thread_locks import open_thread_locks
-    from graph.configuration import Configuration
     from graph.memory.admin import last_thread
+    from graph.run_context import RunContext
 
     if retries < 0:
         _fail("--retries must be 0 or more.")
@@ -159,7 +159,7 @@ def chat(
         if interactive:
             state = "continuing thread" if graph.checkpointer.get_tuple(session.config) else "new thread"
             console.print(
-                f"task-maistro · user {user_id} · model {model or Configuration().model} · {state} "
+                f"task-maistro · user {user_id} · model {model or RunContext().model} · {state} "
                 f"{session.thread_id} · /help lists the commands",
                 markup=False,
                 style="dim",
@@ -192,7 +192,7 @@ def _show(kind: "MemoryKind", user: str | None, as_json: bool, data_dir: Path | 
         if as_json:
             from graph.memory.admin import export_memories  # with the redaction rules: only for JSON
 
-            typer.echo(json.dumps(export_memories(store, user_id)[kind.name], ensure_ascii=False, indent=2))
+            typer.echo(json.dumps(export_memories(store, user_id, [kind])[kind.name], ensure_ascii=False, indent=2))
         else:
             from rich.console import Console
 
@@ -252,10 +252,10 @@ def export(
     from graph.memory.admin import export_memories, undeclared_sections
     from graph.memory.kinds import configured_kinds
 
-    user_id = _user(user)
+    user_id, kinds = _user(user), configured_kinds()
     with _store(data_dir) as store:
-        exported = export_memories(store, user_id)
-    for name in undeclared_sections(exported, configured_kinds()):
+        exported = export_memories(store, user_id, kinds)
+    for name in undeclared_sections(exported, kinds):
         typer.echo(f"Warning: {user_id} has memories of a kind not declared, {name!r}; "
                    f"they are exported as stored ({_count(len(exported[name]), 'document', 'documents')}).", err=True)
     chunks = json.JSONEncoder(ensure_ascii=False, indent=2).iterencode(exported)  # written as encoded, not joined
@@ -283,16 +283,16 @@ def import_(
     from graph.memory.export_file import read_export
     from graph.memory.kinds import configured_kinds
 
-    user_id = _user(user)
+    user_id, kinds = _user(user), configured_kinds()
     try:
         data = read_export(file)
         with _store(data_dir, index=True) as store:
-            counts = import_memories(store, user_id, data)
+            counts = import_memories(store, user_id, data, kinds)
     except InvalidExportError as error:
         _fail(f"Cannot import {file}: {error}.")
     summary = ", ".join(f"{count} {kind}" for kind, count in counts.items())
     typer.echo(f"Imported into {user_id}: {summary}.")
-    for name in undeclared_sections(counts, configured_kinds()):
+    for name in undeclared_sections(counts, kinds):
         typer.echo(f"Warning: {name!r} is not a declared memory kind; its documents were stored as they are.", err=True)
 
 
@@ -426,12 +426,13 @@ def reindex(data_dir: DataDirOption = None) -> None:
     """
     from graph.memory.index_outage import reindex as index_again
     from graph.memory.index_outage import waiting
+    from graph.memory.kinds import configured_kinds
     from graph.settings import current_settings
 
     if not current_settings().embeddings:
         _fail("MAISTRO_EMBEDDINGS is not set: there is no semantic index to fill.")
     with _store(data_dir, index=True) as store:
-        indexed = index_again(store)
+        indexed = index_again(store, kinds=configured_kinds())
         left = waiting(store)
     typer.echo(f"Indexed {_count(indexed, 'memory', 'memories')} saved while the semantic index was unavailable.")
     if left:

@@ -8,14 +8,14 @@ from rich.panel import Panel
 from rich.text import Text
 
 from graph.agent import open_graph
-from graph.app.scripted_model import ScriptedChatModel
 from graph.app.session import ChatSession
 from graph.app.tables import memory_view
 from graph.app.terminal import print_turn
 from graph.app.tutorial import USER, end_of_november, tutorial_turns
-from graph.configuration import Configuration
 from graph.memory.admin import user_items
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS
+from graph.run_context import RunContext
+from testing.scripted_model import ScriptedChatModel
 
 BANNER = (
     "Scripted demo: the assistant's words come from a script, not from an AI model. The LangGraph graph, "
@@ -43,7 +43,7 @@ def run_demo(console: Console, data_dir: Path, *, temporary: bool = False) -> No
         session = ChatSession(graph, USER)
         console.print(Panel(Text(BANNER), title="task-maistro demo", title_align="left", border_style="yellow"))
         console.print(f"Data directory: {data_dir}{' (temporary)' if temporary else ''}", markup=False)
-        settings = Configuration()
+        settings = RunContext()
         for turn in tutorial_turns(end_of_november(settings), settings.reply_timing):
             for node, replies in turn.replies.items():
                 model.add(node, *replies)

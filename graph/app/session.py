@@ -11,11 +11,12 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.graph.state import CompiledStateGraph
 
 from graph.backends.thread_locks import ThreadLocks
-from graph.configuration import Configuration
 from graph.memory.history import iter_history
-from graph.memory.kinds import MemoryKind, configured_kinds, kind_for_update
+from graph.memory.kinds import MemoryKind, kind_for_update
 from graph.memory.notes import change_notes
 from graph.nodes.update import MEMORY_UPDATE_EVENT
+from graph.run_context import RunContext
+from graph.runtime import runtime_of
 from graph.thread.cut_replies import cut_notice
 from graph.thread.text_calls import speakable_prefix
 from graph.thread.tokens import truncation_notice
@@ -93,7 +94,7 @@ def thread_owner(graph: CompiledStateGraph, thread_id: str) -> str | None:
     latest = graph.checkpointer.get_tuple({"configurable": {"thread_id": thread_id}})
     if latest is None:
         return None
-    return Configuration(user_id=latest.metadata.get("user_id") or "").resolved_user_id
+    return RunContext(user_id=latest.metadata.get("user_id") or "").resolved_user_id
 
 
 def updating_text(calls: Sequence[Mapping[str, Any]], kinds: Sequence[MemoryKind]) -> str:
@@ -120,12 +121,12 @@ class ChatSession:
         kinds: Sequence[MemoryKind] | None = None,
     ) -> None:
         """Talk to `graph` as `user_id` on `thread_id` (a new thread when None), with an optional model name;
-        `kinds` are the graph's memory kinds (default: MAISTRO_MEMORY_KINDS, else the default kinds).
+        `kinds` are the graph's memory kinds (default: those of the graph's `GraphRuntime`).
 
         Raises `ThreadOwnerError` when `thread_id` is another user's thread.
         """
         self.graph = graph
-        self.kinds = tuple(kinds or configured_kinds())
+        self.kinds = tuple(kinds) if kinds is not None else runtime_of(graph).kinds
         self.user_id = user_id
         self.model = model
         self.locks = locks
@@ -134,7 +135,7 @@ class ChatSession:
         self._turn_started = datetime.now(timezone.utc)
         self._turn_message_id: str | None = None
         owner = thread_owner(graph, thread_id) if thread_id else None
-        if owner is not None and owner != Configuration(user_id=user_id).resolved_user_id:
+        if owner is not None and owner != RunContext(user_id=user_id).resolved_user_id:
             raise ThreadOwnerError(f"thread {thread_id} belongs to another user")
         if thread_id and not self._hold(thread_id):
             self.busy_thread, thread_id = thread_id, None

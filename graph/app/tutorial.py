@@ -13,7 +13,9 @@ from zoneinfo import ZoneInfo
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from graph.app.scripted_model import (
+from graph.memory.kinds import DEFAULT_MEMORY_KINDS, kind_for_update
+from graph.run_context import RunContext
+from testing.scripted_model import (
     Reply,
     ScriptedChatModel,
     add,
@@ -26,8 +28,6 @@ from graph.app.scripted_model import (
     say,
     todo,
 )
-from graph.configuration import Configuration
-from graph.memory.kinds import DEFAULT_MEMORY_KINDS, kind_for_update
 
 USER = "Lance"
 SWIM = "Book swim lessons for 1-year-old daughter."
@@ -81,7 +81,7 @@ class TutorialTurn:
         return MESSAGES[self.key]
 
 
-def end_of_november(settings: Configuration) -> str:
+def end_of_november(settings: RunContext) -> str:
     """The next end of November (30 Nov 23:59) in the configured time zone, as ISO 8601 with the offset."""
     now = settings.now()
 
@@ -190,7 +190,7 @@ def _latest_turn(messages: Sequence[BaseMessage], turns: Sequence[TutorialTurn])
     return max(placed, key=lambda found: found[0])[1] if placed else None
 
 
-def tutorial_model(settings: Configuration) -> BaseChatModel:
+def tutorial_model(settings: RunContext) -> BaseChatModel:
     """A scripted model that answers the tutorial's messages (`MESSAGES`) the way `maistro demo` does, in the run's
     reply timing, in any order and however often they are sent: the key-free `chat_model` for
     `build_graph(chat_model=tutorial_model)`. Any other message gets a sentence saying what it is."""

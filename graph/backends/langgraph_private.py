@@ -1,6 +1,6 @@
 """LangGraph's private APIs, named here and nowhere else: every other module uses them through this one.
 
-LangGraph may change or remove any of them in a minor release; tests/test_langgraph_private.py checks each one
+LangGraph may change or remove any of them in a minor release; tests/project/test_langgraph_private.py checks each one
 (that it exists and takes what is passed to it) and names the one that changed.
 
 - `CONFIG_KEY_DURABILITY`: the config key that gives a compiled graph a default durability (`graph.durability`).

@@ -17,10 +17,10 @@ from langgraph.constants import TAG_NOSTREAM
 
 from graph.backends.call_mode import endpoint_call_mode
 from graph.backends.json_calls import JsonCallModel
-from graph.configuration import Configuration
+from graph.run_context import RunContext
 from graph.settings import current_settings
 
-ChatModelFactory = Callable[[Configuration], BaseChatModel]
+ChatModelFactory = Callable[[RunContext], BaseChatModel]
 
 NO_MODEL_MESSAGE = (
     "No chat model is configured: set OPENAI_API_KEY for OpenAI, or OPENAI_BASE_URL (plus OPENAI_API_KEY "
@@ -221,7 +221,7 @@ def _json_calls(
     return JsonCallModel(inner=_chat_openai(model, api_key, base_url, max_retries, timeout, max_tokens))
 
 
-def load_chat_model(settings: Configuration, *, max_retries: int | None = None) -> BaseChatModel:
+def load_chat_model(settings: RunContext, *, max_retries: int | None = None) -> BaseChatModel:
     """The configured chat model at temperature 0, shared by runs with the same settings.
 
     Sharing keeps HTTP connections alive and lets the update nodes reuse their trustcall extractors.

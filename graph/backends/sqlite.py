@@ -72,7 +72,7 @@ def open_sqlite(directory: Path, index: IndexConfig | None, ttl: TTLConfig, *, c
         from graph.backends.checkpoints import PruningSqliteSaver
 
         # The store's library: two copies of SQLite in one process do not see each other's locks, so two writers
-        # could commit at once and one commit be lost (tests/test_forget.py shows the locks held).
+        # could commit at once and one commit be lost (tests/storage/test_forget.py shows the locks held).
         saver = PruningSqliteSaver(connect(path, autocommit=False, driver=driver))
     with FileLock(directory / f"{DATABASE_FILE}.setup.lock"):
         if saver is not None:

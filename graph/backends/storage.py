@@ -8,7 +8,6 @@ import platformdirs
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore, TTLConfig
 
-from graph.memory.list_reads import settle_reads_of
 from graph.settings import current_settings
 
 APP_NAME = "task-maistro"
@@ -55,9 +54,7 @@ def open_storage(
 
 
 def close_storage(checkpointer: BaseCheckpointSaver | None, store: BaseStore) -> None:
-    """Close the connections (or the shared pool) that `open_storage` opened, once the store's background list
-    reads are done (`graph.memory.list_reads`)."""
-    settle_reads_of(store)
+    """Close the connections (or the shared pool) that `open_storage` opened."""
     for owner in (store, checkpointer):
         if owner is not None:
             owner.conn.close()

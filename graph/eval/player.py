@@ -243,7 +243,7 @@ def view_of_openai_request(body: dict) -> PromptView:
 
 def respond_to_openai(players: Callable[[PromptView], Player | None], body: dict) -> dict:
     """The answer of the player `players` picks for an OpenAI request, as `{"content", "tool_calls"}` in the
-    OpenAI message format (`tests/support/openai_stub.py` serves it)."""
+    OpenAI message format (`testing/openai_stub.py` serves it)."""
     view = view_of_openai_request(body)
     player = players(view)
     move = player.move(view) if player else Move("OK.")

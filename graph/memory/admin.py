@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from graph.memory.change_log import change_log
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, document_problem, validation_problem
 from graph.memory.export_file import InvalidExportError, shape_problem, shown
-from graph.memory.kinds import MemoryKind, UnknownKindError, configured_kinds, kind_named, undeclared_kind
+from graph.memory.kinds import DEFAULT_MEMORY_KINDS, MemoryKind, UnknownKindError, kind_named, undeclared_kind
 from graph.memory.redaction import redact, redact_text
 from graph.memory.store import (
     HISTORY,
@@ -40,13 +40,12 @@ def sections(kinds: Sequence[MemoryKind]) -> tuple[str, ...]:
     return (*(kind.name for kind in kinds), HISTORY)
 
 
-def export_memories(store: BaseStore, user_id: str, kinds: Sequence[MemoryKind] | None = None) -> dict[str, Any]:
+def export_memories(store: BaseStore, user_id: str, kinds: Sequence[MemoryKind] = DEFAULT_MEMORY_KINDS) -> dict[str, Any]:
     """Every stored document of the user and their change history: for each section, store key → value, keys
-    sorted. A section for each of `kinds` (default: MAISTRO_MEMORY_KINDS, else the default kinds), then one for
+    sorted. A section for each of `kinds` (the graph's; default: the default kinds), then one for
     each memory namespace `(name, user)` of a kind not declared, as it is stored (`undeclared_sections` names
     them), then the history. The agent's own bookkeeping (`INTERNAL_NAMESPACES`) is not the user's memory, and is
     left out."""
-    kinds = kinds or configured_kinds()
     stored: dict[str, dict[str, Any]] = {}
     for item in user_items(store, user_id):
         if len(item.namespace) == 2 and item.namespace[0] not in INTERNAL_NAMESPACES:
@@ -153,7 +152,7 @@ def _checked_export(data: Any, kinds: Sequence[MemoryKind]) -> dict[str, dict[st
 
 
 def import_memories(
-    store: BaseStore, user_id: str, data: Any, kinds: Sequence[MemoryKind] | None = None
+    store: BaseStore, user_id: str, data: Any, kinds: Sequence[MemoryKind] = DEFAULT_MEMORY_KINDS
 ) -> dict[str, int]:
     """Write an export's memories and history to the user (same keys; other items stay); returns counts by section.
 
@@ -173,7 +172,6 @@ def import_memories(
     stored as they are in the export are left alone. Each write is one transaction in this project's stores,
     whatever its size; an import cut short can be run again.
     """
-    kinds = kinds or configured_kinds()
     checked = _checked_export(data, kinds)
     if checked[HISTORY]:
         store.batch([PutOp(namespace(HISTORY, user_id), key, entry, index=False) for key, entry in checked[HISTORY].items()])

@@ -13,7 +13,7 @@ same race as between any two store API writes.)
 """
 
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from langgraph.store.base import BaseStore
@@ -21,7 +21,7 @@ from starlette.concurrency import run_in_threadpool
 
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, document_problem
 from graph.memory.document_puts import ttl_for
-from graph.memory.kinds import MemoryKind, UnknownKindError, configured_kinds, kind_named
+from graph.memory.kinds import MemoryKind, UnknownKindError, kind_named
 from graph.memory.store import namespace, user_from_label
 
 # What the history says a store API write came from.
@@ -47,10 +47,15 @@ def _commit(store: BaseStore, user_id: str, kind: MemoryKind, key: str, document
 
 
 async def check_api_write(
-    action: str, request: dict[str, Any], allowed: tuple[str, ...], server_store: Callable[[], Awaitable[BaseStore]]
+    action: str,
+    request: dict[str, Any],
+    allowed: tuple[str, ...],
+    server_store: Callable[[], Awaitable[BaseStore]],
+    kinds: Sequence[MemoryKind],
 ) -> None:
-    """Check and record a store API `put` or `delete` of a memory document in the namespace `allowed` (`request`: the
-    handler's payload; `server_store`: how to reach the server's own store, asked only for a memory write).
+    """Check and record a store API `put` or `delete` of a memory document of one of `kinds` in the namespace
+    `allowed` (`request`: the handler's payload; `server_store`: how to reach the server's own store, asked only
+    for a memory write).
 
     A document that does not fit its schema, or a memory namespace other than `(kind, user label)`, is refused
     with HTTP 422 and one sentence; otherwise the change is committed with its history entry on the server's
@@ -60,7 +65,7 @@ async def check_api_write(
     if action not in ("put", "delete") or not ns:
         return
     try:
-        kind = kind_named(configured_kinds(), ns[0])
+        kind = kind_named(kinds, ns[0])
     except UnknownKindError:
         return  # not a memory: the history, or another namespace of the user's own
     if len(ns) != 2:

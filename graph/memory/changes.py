@@ -31,7 +31,7 @@ from graph.memory.document_puts import document_put
 from graph.memory.entries import UnknownChangeError, readable_entry
 from graph.memory.history import find_change, latest_change, newest_history
 from graph.memory.index_outage import write_saving_unindexed
-from graph.memory.kinds import MemoryKind, UnknownKindError, configured_kinds, kind_named, undeclared_kind
+from graph.memory.kinds import DEFAULT_MEMORY_KINDS, MemoryKind, UnknownKindError, kind_named, undeclared_kind
 from graph.memory.redaction import redact
 from graph.memory.store import HISTORY, namespace
 from schemas import HistoryEntry
@@ -255,7 +255,7 @@ def undo_change(
     store: BaseStore,
     user_id: str,
     change_id: str | None = None,
-    kinds: Sequence[MemoryKind] | None = None,
+    kinds: Sequence[MemoryKind] = DEFAULT_MEMORY_KINDS,
 ) -> dict[str, Any]:
     """Revert a change (the latest when no id is given; an id or its first characters) and return the history entry
     recording the undo; it reads only that change and the latest one (`graph.memory.history`). The undo's entry
@@ -264,12 +264,11 @@ def undo_change(
     Raises `UnknownChangeError` when there is no such change (`AmbiguousChangeError` when several ids start
     with the characters given, `PrunedChangeError` when MAISTRO_HISTORY_KEEP may have pruned it), and
     `IrreversibleChangeError`, writing nothing, when the document the change started from does not fit its
-    memory's schema (one of `kinds`, default: MAISTRO_MEMORY_KINDS, else the default kinds; a memory of a kind
+    memory's schema (one of `kinds`, the graph's; default: the default kinds; a memory of a kind
     not declared is restored as it was stored). The undo commits only if the document is still what it read
     (`record_changes`); if another writer changed it in between, the undo
     reads it again and tries once more, then raises `UndoConflictError`, writing nothing.
     """
-    kinds = kinds or configured_kinds()
     try:
         return _undo_once(store, user_id, change_id, kinds)
     except ConflictError:

@@ -8,27 +8,24 @@ each list, and keeps the result for the turn, keyed by the turn's user message: 
 after an update) shows the same memories, so the prompt's prefix stays the same for the endpoint's prompt
 cache, and an update node patches the documents that selection chose without reading the list again
 (`documents_to_update`). The tool answers tell the model what changed in between, and an update node sees the
-changes of earlier rounds of its turn (`with_turn_changes`). A process that did not see the turn start (a
-resumed run) reads afresh.
+changes of earlier rounds of its turn (`with_turn_changes`). A graph that did not see the turn start (a
+resumed run, another process) reads afresh. What a graph keeps of its reads is its `MemoryReads`.
 """
 
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
 from langgraph.store.base import BaseStore
 
-from graph.configuration import Configuration
 from graph.memory.change_log import change_log
 from graph.memory.kinds import MemoryKind, UnknownKindError, kind_named
-from graph.memory.list_reads import head_candidates, updated_list
+from graph.memory.list_reads import ListReader, head_candidates, updated_list
 from graph.memory.rendering import render_collection, render_documents
 from graph.memory.selection import (
-    LISTS,
     Candidates,
+    ListCache,
     Quotas,
     Selection,
     choose,
@@ -39,10 +36,10 @@ from graph.memory.selection import (
     semantic_hits,
 )
 from graph.memory.store import read_kind
+from graph.recent import Recent
+from graph.run_context import RunContext
 
 TURNS_KEPT = 256
-_turns: OrderedDict[tuple, "TurnMemories"] = OrderedDict()
-_turns_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -83,8 +80,32 @@ class TurnMemories:
         return context
 
 
+@dataclass(eq=False)
+class MemoryReads:
+    """What one graph keeps of the memories its turns read: each turn's read (`turns`, by turn), the lists prepared
+    (`lists`) and the reader of whole lists in the background (`reader`). Nothing is shared between graphs."""
+
+    turns: Recent[tuple, TurnMemories] = field(default_factory=lambda: Recent(TURNS_KEPT))
+    lists: ListCache = field(default_factory=ListCache)
+    reader: ListReader = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.reader = ListReader(self.lists)
+
+    def clear(self) -> None:
+        """Forget every read, after the background reads under way are done."""
+        self.reader.settle()
+        self.turns.clear()
+        self.lists.clear()
+
+
 def read_turn(
-    store: BaseStore, user_id: str, wanted: Sequence[str], quotas: Quotas, kinds: Sequence[MemoryKind]
+    store: BaseStore,
+    user_id: str,
+    wanted: Sequence[str],
+    quotas: Quotas,
+    kinds: Sequence[MemoryKind],
+    reads: MemoryReads | None = None,
 ) -> TurnRead:
     """The user's memories of `kinds`, read once: in one SQL statement on SQLite and PostgreSQL, else with the
     store's own reads; each collection ranked for the `wanted` terms within `quotas`.
@@ -92,13 +113,15 @@ def read_turn(
     On SQLite and PostgreSQL the statement returns only the documents of each collection changed since this
     process last read it (`graph.memory.change_log.ChangeLogStore.read_memory_rows`), and only those are
     prepared again; a long list the process does not hold yet is read by its head, only what the turn can show,
-    and whole in the background (`graph.memory.list_reads`).
+    and whole in the background (`graph.memory.list_reads`). What is kept between reads is kept in `reads` (None:
+    nothing is kept, as in a fresh process).
     """
+    reads = reads or MemoryReads()
     collections = [kind for kind in kinds if kind.collection]
     logged = change_log(store)
     if logged is None:
         candidates = {
-            kind.name: rank_entries(list_entries(store, kind, read_kind(store, kind, user_id)), wanted, quotas)
+            kind.name: rank_entries(list_entries(store, kind, read_kind(store, kind, user_id), reads.lists), wanted, quotas)
             for kind in collections
         }
         documents = {
@@ -107,12 +130,12 @@ def read_turn(
         return TurnRead(candidates, documents)
     kept = {}
     for kind in collections:
-        state = LISTS.take(store, (kind.name, user_id))
+        state = reads.lists.take(store, (kind.name, user_id))
         kept[kind.name] = state if state and state[1].kind is kind else None  # not one of another declaration
     candidates = {}
     for kind in collections:
         if kept[kind.name] is None:
-            head = head_candidates(store, logged, user_id, kind, wanted, quotas)
+            head = head_candidates(store, logged, user_id, kind, wanted, quotas, reads.reader)
             if head is not None:
                 candidates[kind.name] = head
     marks = {name: state[0][0] for name, state in kept.items() if state}
@@ -123,22 +146,26 @@ def read_turn(
         state = kept[kind.name] if kind.name not in rows.whole else None
         versions, prepared = updated_list(kind, (state[0][1], state[1]) if state else None, rows.changes[kind.name])
         candidates[kind.name] = rank_entries(prepared, wanted, quotas)
-        LISTS.keep(store, (kind.name, user_id), (rows.marks[kind.name], versions), prepared)
+        reads.lists.keep(store, (kind.name, user_id), (rows.marks[kind.name], versions), prepared)
     documents = {name: [item.value] if item else [] for name, item in rows.documents.items()}
     return TurnRead(candidates, documents)
 
 
 def read_turn_memories(
-    store: BaseStore, settings: Configuration, messages: Sequence[AnyMessage], kinds: Sequence[MemoryKind]
+    store: BaseStore,
+    settings: RunContext,
+    messages: Sequence[AnyMessage],
+    kinds: Sequence[MemoryKind],
+    reads: MemoryReads | None = None,
 ) -> TurnMemories:
     """Read the memories of `kinds` for a turn: each kind's documents, and each collection's documents for the
     prompt and for an update (at most `collection_prompt_limit` and `collection_update_limit`, the ones relevant
-    to the turn)."""
+    to the turn); `reads` keeps what the next reads reuse (None: nothing)."""
     user_id = settings.resolved_user_id
     query = recent_user_text(messages)
     prompt_limit, update_limit = settings.collection_prompt_limit, settings.collection_update_limit
     widest = Quotas(max(prompt_limit, update_limit))
-    read = read_turn(store, user_id, query_terms(query), widest, kinds)
+    read = read_turn(store, user_id, query_terms(query), widest, kinds, reads)
     prompt: dict[str, Selection] = {}
     update: dict[str, Selection] = {}
     for name, candidates in read.candidates.items():
@@ -149,51 +176,48 @@ def read_turn_memories(
     return TurnMemories(store=store, documents=read.documents, prompt=prompt, update=update)
 
 
-def select_collection(kind: MemoryKind, store: BaseStore, user_id: str, query: str, limit: int) -> Selection:
+def select_collection(
+    kind: MemoryKind, store: BaseStore, user_id: str, query: str, limit: int, reads: MemoryReads | None = None
+) -> Selection:
     """The documents of the collection `kind` a turn whose user says `query` shows the user: all of them up to
-    `limit`, else the most relevant."""
-    settings = Configuration(user_id=user_id, collection_prompt_limit=limit, collection_update_limit=limit)
-    return read_turn_memories(store, settings, [HumanMessage(query)], (kind,)).prompt[kind.name]
+    `limit`, else the most relevant; `reads` keeps what the next reads reuse (None: nothing)."""
+    settings = RunContext(user_id=user_id, collection_prompt_limit=limit, collection_update_limit=limit)
+    return read_turn_memories(store, settings, [HumanMessage(query)], (kind,), reads).prompt[kind.name]
 
 
 def turn_memories(
     store: BaseStore,
-    settings: Configuration,
+    settings: RunContext,
     messages: Sequence[AnyMessage],
     thread_id: str,
     kinds: Sequence[MemoryKind],
+    reads: MemoryReads,
 ) -> TurnMemories:
-    """The turn's memories of `kinds`: kept from the turn's first read in this process, else read now (and kept)."""
+    """The turn's memories of `kinds`: kept in `reads` from the turn's first read, else read now (and kept)."""
     key = _turn_key(store, settings, messages, thread_id, kinds)
-    with _turns_lock:
-        kept = _turns.get(key)
-        if kept is not None and kept.store is store:
-            _turns.move_to_end(key)
-            return kept
-    memories = read_turn_memories(store, settings, messages, kinds)
-    with _turns_lock:
-        _turns[key] = memories
-        while len(_turns) > TURNS_KEPT:
-            _turns.popitem(last=False)
+    kept = reads.turns.get(key)
+    if kept is not None and kept.store is store:
+        return kept
+    memories = read_turn_memories(store, settings, messages, kinds, reads)
+    reads.turns.put(key, memories)
     return memories
 
 
 def start_turn(
     store: BaseStore,
-    settings: Configuration,
+    settings: RunContext,
     messages: Sequence[AnyMessage],
     thread_id: str,
     kinds: Sequence[MemoryKind],
+    reads: MemoryReads,
 ) -> TurnMemories:
-    """Read the memories of `kinds` afresh at the start of a turn and keep them for the rest of it."""
-    key = _turn_key(store, settings, messages, thread_id, kinds)
-    with _turns_lock:
-        _turns.pop(key, None)
-    return turn_memories(store, settings, messages, thread_id, kinds)
+    """Read the memories of `kinds` afresh at the start of a turn and keep them in `reads` for the rest of it."""
+    reads.turns.pop(_turn_key(store, settings, messages, thread_id, kinds))
+    return turn_memories(store, settings, messages, thread_id, kinds, reads)
 
 
 def _turn_key(
-    store: BaseStore, settings: Configuration, messages: Sequence[AnyMessage], thread_id: str, kinds: Sequence[MemoryKind]
+    store: BaseStore, settings: RunContext, messages: Sequence[AnyMessage], thread_id: str, kinds: Sequence[MemoryKind]
 ) -> tuple:
     latest = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
     return (
@@ -225,19 +249,21 @@ def with_turn_changes(existing: dict[str, dict], messages: Sequence[AnyMessage],
 
 def documents_to_update(
     store: BaseStore,
-    settings: Configuration,
+    settings: RunContext,
     messages: Sequence[AnyMessage],
     thread_id: str,
     kinds: Sequence[MemoryKind],
     kind: MemoryKind,
+    reads: MemoryReads,
     *,
     fresh: bool = False,
 ) -> tuple[TurnMemories, dict[str, dict]]:
     """The turn's memories and the documents of the collection `kind` an update may patch or delete: those the
     turn's read chose for an update, with the changes of the turn's earlier rounds applied. `fresh` reads the
-    memories again (after another writer changed them): what it read wins over those changes."""
+    memories again (after another writer changed them): what it read wins over those changes. `reads` is the
+    graph's (`MemoryReads`)."""
     read = start_turn if fresh else turn_memories
-    memories = read(store, settings, messages, thread_id, kinds)
+    memories = read(store, settings, messages, thread_id, kinds, reads)
     reachable = {item.key: item.value for item in memories.update[kind.name].items}
     existing = with_turn_changes(reachable, messages, kind)
     if fresh:

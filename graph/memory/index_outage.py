@@ -31,7 +31,7 @@ from langgraph.store.base import PutOp
 
 from graph.memory.conditions import ConflictError, Unchanged, write_unless_changed
 from graph.memory.document_puts import document_put
-from graph.memory.kinds import RESERVED_NAMES, MemoryKind, configured_kinds
+from graph.memory.kinds import DEFAULT_MEMORY_KINDS, RESERVED_NAMES, MemoryKind
 from graph.memory.store import UNINDEXED, search_all
 
 if TYPE_CHECKING:
@@ -150,16 +150,16 @@ def _kind_of(note: Item) -> str | None:
 
 
 def reindex(
-    store: BaseStore, markers: tuple[str, ...] = (UNINDEXED,), kinds: Sequence[MemoryKind] | None = None
+    store: BaseStore, markers: tuple[str, ...] = (UNINDEXED,), kinds: Sequence[MemoryKind] = DEFAULT_MEMORY_KINDS
 ) -> int:
     """Index the items saved unindexed under `markers` (default: every user's); returns how many were indexed.
 
     Each item is written again with its index, unchanged, in one batch that drops its marker; an item changed
     meanwhile is left to the write that changed it, one deleted loses its marker, and so does one of a kind that
-    `kinds` (default: MAISTRO_MEMORY_KINDS, else the default kinds) does not index, and a malformed marker (with a
+    `kinds` (the graph's; default: the default kinds) does not index, and a malformed marker (with a
     log line). Stops at the first failure of the index (the markers stay for next time).
     """
-    indexed_kinds = {kind.name: kind for kind in kinds or configured_kinds() if kind.indexed_fields}
+    indexed_kinds = {kind.name: kind for kind in kinds if kind.indexed_fields}
     return _index_again(store, search_all(store, markers), indexed_kinds)
 
 

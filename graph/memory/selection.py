@@ -374,6 +374,15 @@ class ListCache:
             return None
         return kept[1], kept[2]
 
+    def clear(self) -> None:
+        """Forget every list."""
+        with self._lock:
+            self._lists.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._lists)
+
     def keep(self, store: BaseStore, list_id: tuple, state: Any, prepared: PreparedList) -> None:
         """Keep the store's list as of a read: its state then, and its prepared form."""
         with self._lock:
@@ -402,17 +411,15 @@ class ListCache:
         return prepared
 
 
-LISTS = ListCache()
-
-
-def list_entries(store: BaseStore, kind: MemoryKind, items: Sequence[Item]) -> PreparedList:
-    """The prepared list of a kind's items a store returned whole (any store): unchanged items are not split again."""
+def list_entries(store: BaseStore, kind: MemoryKind, items: Sequence[Item], lists: ListCache) -> PreparedList:
+    """The prepared list of a kind's items a store returned whole (any store): the unchanged items kept in `lists` are
+    not split again."""
     if not items:
         return PreparedList(kind)
     by_key = {item.key: item for item in items}
     versions = {i.key: (i.created_at, i.updated_at, i.value) for i in items}
     list_id = tuple(items[0].namespace)
-    return LISTS.prepare(store, kind, list_id, versions, lambda keys: [entry(by_key[k], kind) for k in keys])
+    return lists.prepare(store, kind, list_id, versions, lambda keys: [entry(by_key[k], kind) for k in keys])
 
 
 def named_keys(prepared: PreparedList, wanted: Sequence[str], count: int) -> list[str]:

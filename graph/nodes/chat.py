@@ -15,7 +15,6 @@ from typing_extensions import TypedDict
 
 from graph.backends.json_calls import CallOption, OptionsTool
 from graph.backends.model import ChatModelFactory
-from graph.configuration import Configuration, RunSettings
 from graph.memory.context import TurnMemories, start_turn, turn_memories
 from graph.memory.kinds import MemoryKind
 from graph.memory.notes import change_notes
@@ -28,6 +27,8 @@ from graph.memory.rendering import (
 from graph.nodes.summary import fold_into_summary, with_summary
 from graph.nodes.update import must_tell_user, routed_here, send_outcome
 from graph.nodes.window import PromptParts, invoke_fitted
+from graph.run_context import ResolvedRun, RunContext
+from graph.runtime import GraphRuntime
 from graph.settings import current_settings
 from graph.state import State
 from graph.thread.cut_replies import as_prompted, is_cut, marked_cut
@@ -76,7 +77,7 @@ def update_memory_tool(kinds: tuple[MemoryKind, ...]) -> OptionsTool:
     return OptionsTool(convert_to_openai_tool(schema), "update_type", options)
 
 
-def chat_system_prompt(settings: Configuration, kinds: Sequence[MemoryKind]) -> str:
+def chat_system_prompt(settings: RunContext, kinds: Sequence[MemoryKind]) -> str:
     """The chat prompt's part that stays the same from turn to turn: the role, the memories kept, a routing rule for
     each kind and the rule for when to reply (`reply_timing`)."""
     return MODEL_SYSTEM_MESSAGE.format(
@@ -97,7 +98,7 @@ def chat_system_prompt(settings: Configuration, kinds: Sequence[MemoryKind]) -> 
     )
 
 
-def chat_context(memories: TurnMemories, settings: Configuration, kinds: Sequence[MemoryKind]) -> SystemMessage:
+def chat_context(memories: TurnMemories, settings: RunContext, kinds: Sequence[MemoryKind]) -> SystemMessage:
     """The chat prompt's part that changes from turn to turn, placed right before the user's latest message: the
     current time and a section for each memory kind."""
     sections = "\n\n".join(memory_section(kind, memories.shown(kind)) for kind in kinds)
@@ -116,12 +117,12 @@ def chat_prompt(
 def task_maistro(
     state: State,
     config: RunnableConfig,
-    runtime: Runtime[Configuration],
+    runtime: Runtime[RunContext],
     *,
     chat_model: ChatModelFactory,
-    kinds: tuple[MemoryKind, ...],
+    graph_runtime: GraphRuntime,
 ) -> dict:
-    """Answer the user, and call UpdateMemory for the memory `kinds` the turn brings news for.
+    """Answer the user, and call UpdateMemory for the memory kinds of `graph_runtime` the turn brings news for.
 
     With `reply_timing="first"` (the default) the model replies in the same message as its UpdateMemory calls,
     so the reply streams while the update nodes run: the thread gets it before a message of its own for the calls
@@ -165,8 +166,9 @@ def task_maistro(
             return resume
     if view.idle:
         return {"messages": [AIMessage(content=EMPTY_MESSAGE_REPLY)]} if not original else {}
-    run = RunSettings.of(config, runtime)
-    settings = run.settings
+    kinds, reads = graph_runtime.kinds, graph_runtime.reads
+    run = ResolvedRun.of(config, runtime, graph_runtime.runs)
+    settings = run.context
     thread = repair_tool_answers(original) or list(original)
     summary = state.get("summary", "")
     turn_starts = view.starts_turn
@@ -181,9 +183,9 @@ def task_maistro(
     model = chat_model(settings)
     if turn_starts:
         thread, summary = fold_into_summary(thread, summary, model, settings)
-        memories = start_turn(runtime.store, settings, thread, run.thread_id, kinds)
+        memories = start_turn(runtime.store, settings, thread, run.thread_id, kinds, reads)
     else:
-        memories = turn_memories(runtime.store, settings, thread, run.thread_id, kinds)
+        memories = turn_memories(runtime.store, settings, thread, run.thread_id, kinds, reads)
     view = ThreadView.of(thread)
     stable, context = chat_system_prompt(settings, kinds), chat_context(memories, settings, kinds)
     visible_thread = as_prompted(bound_messages(chat_history(thread)))
@@ -198,7 +200,7 @@ def task_maistro(
         if not may_route:
             new_messages.append(without_tool_calls(normalised.message))
             break
-        routed_here(normalised.message)
+        routed_here(graph_runtime.routed, normalised.message)
         new_messages += [normalised.message, *(refusal.answer for refusal in normalised.refusals)]
         tell_refusals(normalised.refusals)
         refused = {refusal.answer.tool_call_id for refusal in normalised.refusals}

@@ -2,7 +2,6 @@
 
 import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -21,6 +20,7 @@ from graph.durability import durability_config
 from graph.memory.changes import MemoryChange, same_document
 from graph.nodes.summary import with_summary
 from graph.nodes.window import PromptParts, fitted
+from graph.recent import Recent
 from graph.thread.cut_replies import as_prompted
 from graph.thread.reply_last import routing_id, routing_start
 from graph.thread.tokens import bound_message
@@ -29,10 +29,9 @@ from prompts import DROPPED_PATCH_PROBLEM, GAVE_UP_PROBLEM, INVALID_PROBLEM, MAL
 
 # trustcall retries unusable model output in a loop; this bounds it (a normal extraction takes < 12 steps).
 EXTRACTION_STEP_LIMIT = 16
-EXTRACTOR_CACHE_SIZE = 32
 KEY_NAMESPACE = uuid.UUID("5b1d3c52-8f43-4a53-9f5e-0c6f1d1f6a10")
-_extractors: OrderedDict[tuple[int, str], tuple[BaseChatModel, Runnable]] = OrderedDict()
-_extractors_lock = threading.Lock()
+# The extractors a graph keeps (`graph.runtime.GraphRuntime.extractors`), by model object, schema and options.
+Extractors = Recent[tuple, tuple[BaseChatModel, Runnable]]
 
 
 class UnusableOutputError(Exception):
@@ -43,22 +42,15 @@ class UnusableOutputError(Exception):
         self.problem = problem
 
 
-def cached_extractor(model: BaseChatModel, schema: type[BaseModel], **options: bool) -> Runnable:
-    """trustcall's extractor for one model and schema, built once: building it converts every tool schema.
-
-    `options` (enable_inserts, enable_deletes) must be the same for every call with the same schema.
-    """
-    key = (id(model), schema.__name__)
-    with _extractors_lock:
-        cached = _extractors.get(key)
-        if cached and cached[0] is model:
-            _extractors.move_to_end(key)
-            return cached[1]
+def cached_extractor(extractors: Extractors, model: BaseChatModel, schema: type[BaseModel], **options: bool) -> Runnable:
+    """trustcall's extractor for one model, schema and set of `options` (enable_inserts, enable_updates,
+    enable_deletes), built once and kept in `extractors`: building it converts every tool schema."""
+    key = (id(model), schema, tuple(sorted(options.items())))
+    cached = extractors.get(key)
+    if cached and cached[0] is model:
+        return cached[1]
     extractor = create_extractor(quiet(model), tools=[schema], tool_choice=schema.__name__, **options)
-    with _extractors_lock:
-        _extractors[key] = (model, extractor)
-        while len(_extractors) > EXTRACTOR_CACHE_SIZE:
-            _extractors.popitem(last=False)
+    extractors.put(key, (model, extractor))
     return extractor
 
 
@@ -191,6 +183,7 @@ def changes_from_extraction(
 
 
 def extract_changes(
+    extractors: Extractors,
     model: BaseChatModel,
     schema: type[BaseModel],
     prompt: list[AnyMessage],
@@ -199,11 +192,12 @@ def extract_changes(
     config: RunnableConfig,
     **options: bool,
 ) -> list[MemoryChange]:
-    """Let trustcall patch, insert or (with `options`) delete documents of `schema`.
+    """Let trustcall patch, insert or (with `options`) delete documents of `schema`, with the extractor kept in
+    `extractors`.
 
     Raises `UnusableOutputError` when the extraction would save less than the model was asked (`shortfall`).
     """
-    extractor = cached_extractor(model, schema, **options)
+    extractor = cached_extractor(extractors, model, schema, **options)
     documents = [(key, schema.__name__, value) for key, value in existing.items()] or None
     result, first = run_extractor(extractor, {"messages": prompt, "existing": documents}, config)
     if problem := shortfall(result, first):

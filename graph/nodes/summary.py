@@ -7,8 +7,8 @@ from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage, get
 
 from graph.backends.context_window import model_window
 from graph.backends.model import quiet
-from graph.configuration import Configuration
 from graph.nodes.window import EARLIER_SHARE, PromptParts, cut_message, invoke_fitted
+from graph.run_context import RunContext
 from graph.text_tokens import count_text_tokens
 from graph.thread.cut_replies import as_prompted
 from graph.thread.tokens import bound_messages, count_tokens
@@ -30,7 +30,7 @@ def fold_point(messages: Sequence[AnyMessage], keep: int) -> int:
 
 
 def fold_into_summary(
-    messages: list[AnyMessage], summary: str, model: BaseChatModel, settings: Configuration
+    messages: list[AnyMessage], summary: str, model: BaseChatModel, settings: RunContext
 ) -> tuple[list[AnyMessage], str]:
     """The messages to keep and the summary to use: unchanged under the budgets, else folded with one model call.
 

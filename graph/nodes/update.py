@@ -20,8 +20,6 @@ whose documents another writer changed since they were read writes nothing; it r
 and proposes once more, and if that conflicts too, its answer says so.
 """
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import cached_property
@@ -37,7 +35,6 @@ from langgraph.store.base import BaseStore
 from graph.backends.context_window import model_window
 from graph.backends.json_calls import JsonCallModel
 from graph.backends.model import ChatModelFactory
-from graph.configuration import Configuration, RunSettings
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, committed_changes
 from graph.memory.conditions import ConflictError
 from graph.memory.grounding import UserWords
@@ -53,6 +50,9 @@ from graph.nodes.extraction import (
     routing_seed,
 )
 from graph.nodes.json_extraction import json_changes
+from graph.recent import Recent
+from graph.run_context import ResolvedRun, RunContext
+from graph.runtime import GraphRuntime
 from graph.state import State
 from graph.thread.reply_last import routing_id
 from graph.thread.tokens import bound_message
@@ -66,10 +66,6 @@ MEMORY_UPDATE_EVENT = "memory_update"
 EXTRACTION_SHARE = 2
 # How often an update whose documents changed under it reads them again and proposes anew.
 CONFLICT_RETRIES = 1
-# How many routing messages of this process's chat node are remembered (their updates normally run here next).
-ROUTINGS_KEPT = 1024
-_routed_here: OrderedDict[str, None] = OrderedDict()
-_routed_lock = threading.Lock()
 
 
 class NotSaved(Exception):
@@ -84,19 +80,17 @@ class NotSaved(Exception):
         self.proposal = proposal
 
 
-def routed_here(message: AIMessage) -> None:
-    """Note that this process's chat node made the routing `message`, so its updates run here for the first time."""
+def routed_here(routed: Recent[str, None], message: AIMessage) -> None:
+    """Note in `routed` (the graph's `GraphRuntime.routed`) that its chat node made the routing `message`, so its
+    updates run here for the first time."""
     if message.id and message.tool_calls:
-        with _routed_lock:
-            _routed_here[message.id] = None
-            while len(_routed_here) > ROUTINGS_KEPT:
-                _routed_here.popitem(last=False)
+        routed.put(message.id, None)
 
 
 @dataclass(frozen=True)
 class UpdateRequest:
-    """What an update node works from: the run, its settings and ids, its model, its memory kind (among the graph's
-    `kinds`), and the calls it answers.
+    """What an update node works from: the run, its settings and ids, its model, its memory kind, the graph's
+    runtime (its kinds and caches), and the calls it answers.
 
     `fresh` asks `propose` to read the memories from the store again rather than use the turn's read
     (after another writer changed them under the update).
@@ -105,17 +99,22 @@ class UpdateRequest:
     state: State
     config: RunnableConfig
     store: BaseStore
-    run: RunSettings
+    run: ResolvedRun
     model: BaseChatModel
     kind: MemoryKind
-    kinds: tuple[MemoryKind, ...]
+    graph_runtime: GraphRuntime
     calls: list[dict]
     fresh: bool = False
 
     @property
-    def settings(self) -> Configuration:
-        """The run's settings."""
-        return self.run.settings
+    def context(self) -> RunContext:
+        """The run's context."""
+        return self.run.context
+
+    @property
+    def kinds(self) -> tuple[MemoryKind, ...]:
+        """The graph's memory kinds."""
+        return self.graph_runtime.kinds
 
     @property
     def user_id(self) -> str:
@@ -131,8 +130,7 @@ class UpdateRequest:
     def may_be_replay(self) -> bool:
         """Whether the calls may have been run before: another process routed them, or the turn was resumed."""
         routing = last_ai_message(self.messages)
-        with _routed_lock:
-            first_run_here = routing is not None and routing_id(routing) in _routed_here
+        first_run_here = routing is not None and routing_id(routing) in self.graph_runtime.routed
         resumed_id = (self.state.get("resumed_calls") or ("", 0))[0]
         return not first_run_here or resumed_id == (routing.id if routing else None)
 
@@ -178,7 +176,7 @@ class UpdateRequest:
             latest = UserWords.of([self.user_said[-1]] if self.user_said else [])
             return json_changes(self.model, self.kind, prompt, existing, new_key, self.config, self.user_words(), latest)
         return extract_changes(
-            self.model, self.kind.schema, prompt, existing, new_key, self.config, **self.extraction_options
+            self.graph_runtime.extractors, self.model, self.kind.schema, prompt, existing, new_key, self.config, **self.extraction_options
         )
 
 
@@ -279,24 +277,24 @@ def text_change(artifact: dict[str, Any], kind: MemoryKind) -> dict[str, Any]:
 def update_memory(
     state: State,
     config: RunnableConfig,
-    runtime: Runtime[Configuration],
+    runtime: Runtime[RunContext],
     chat_model: ChatModelFactory,
     *,
     kind: MemoryKind,
-    kinds: tuple[MemoryKind, ...],
+    graph_runtime: GraphRuntime,
     propose: Propose,
     report: Report,
 ) -> dict:
-    """Run the recipe for one memory `kind` of the graph's `kinds`, answering the pending UpdateMemory calls of its
+    """Run the recipe for one memory `kind` of the graph (`graph_runtime`), answering the pending UpdateMemory calls of its
     update type.
 
     Changes already committed under the update's seed answer the calls as they are; a conflict (with another
     writer, or with the update's own earlier run) makes it look for those, then read and propose again
     (`CONFLICT_RETRIES` times), and finally answer with the conflict.
     """
-    run, store = RunSettings.of(config, runtime), runtime.store
+    run, store = ResolvedRun.of(config, runtime, graph_runtime.runs), runtime.store
     calls = pending_update_calls(state["messages"], kind.update_type)
-    request = UpdateRequest(state, config, store, run, chat_model(run.settings), kind, kinds, calls)
+    request = UpdateRequest(state, config, store, run, chat_model(run.context), kind, graph_runtime, calls)
     context = change_context(request)
     for attempt in range(1 + CONFLICT_RETRIES):
         replay = attempt > 0 or request.may_be_replay

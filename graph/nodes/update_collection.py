@@ -16,9 +16,16 @@ def propose_collection(request: UpdateRequest) -> list[MemoryChange]:
     the user's instructions). New documents get keys derived from the routing call, so a replayed update writes
     the same keys.
     """
-    kind, settings = request.kind, request.settings
+    kind, settings = request.kind, request.context
     memories, existing = documents_to_update(
-        request.store, settings, request.messages, request.run.thread_id, request.kinds, kind, fresh=request.fresh
+        request.store,
+        settings,
+        request.messages,
+        request.run.thread_id,
+        request.kinds,
+        kind,
+        request.graph_runtime.reads,
+        fresh=request.fresh,
     )
     instruction = kind.instruction.format(
         **memories.context_of(kind, request.kinds), language_rule=LANGUAGE_RULE, now=settings.now_text()

@@ -12,6 +12,7 @@ from graph.nodes.update import Propose, Report, update_memory
 from graph.nodes.update_collection import propose_collection, report_collection
 from graph.nodes.update_document import propose_document, report_document
 from graph.nodes.update_text import propose_text, report_text
+from graph.runtime import GraphRuntime
 
 
 def update_steps(kind: MemoryKind) -> tuple[Propose, Report]:
@@ -23,7 +24,9 @@ def update_steps(kind: MemoryKind) -> tuple[Propose, Report]:
     return propose_document, report_document
 
 
-def update_node(kind: MemoryKind, kinds: tuple[MemoryKind, ...], chat_model: ChatModelFactory) -> partial:
-    """The update node of `kind` (one of the graph's `kinds`): `(state, config, runtime)` → the state update."""
+def update_node(kind: MemoryKind, graph_runtime: GraphRuntime, chat_model: ChatModelFactory) -> partial:
+    """The update node of `kind` (one of `graph_runtime`'s kinds): `(state, config, runtime)` → the state update."""
     propose, report = update_steps(kind)
-    return partial(update_memory, chat_model=chat_model, kind=kind, kinds=kinds, propose=propose, report=report)
+    return partial(
+        update_memory, chat_model=chat_model, kind=kind, graph_runtime=graph_runtime, propose=propose, report=report
+    )

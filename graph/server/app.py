@@ -24,7 +24,7 @@ from graph.server import memory_api
 from graph.server.auth import auth_enabled
 from graph.server.executor import use_node_threads
 from graph.server.guard import ServerGuard
-from graph.server.platform import server_info
+from graph.server.platform import served_kinds, server_info
 from graph.server.retention import retention_sweep
 
 STATIC = Path(__file__).with_name("static")
@@ -57,7 +57,9 @@ async def memory_page_slash(request: Request) -> RedirectResponse:
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """What runs beside the server: sync nodes on MAISTRO_NODE_THREADS threads, and the retention sweep."""
+    """What runs beside the server: sync nodes on MAISTRO_NODE_THREADS threads, and the retention sweep. The
+    graph is built first (`graph.agent.server_graph`), so a setting it cannot use stops the start with one sentence."""
+    served_kinds()
     use_node_threads(asyncio.get_running_loop())
     async with retention_sweep():
         yield

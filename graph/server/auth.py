@@ -12,7 +12,7 @@ owned: threads (and the runs on them) and assistants carry their owner in their 
 by it; store namespaces must have the caller's `user_label` as their second label (`("todo", label)`);
 crons and anything else are refused. Whether auth is on or not, no store request may name a namespace the agent
 keeps its own bookkeeping in (`graph.memory.store.INTERNAL_NAMESPACES`): 403. The server hands the caller to the
-graph as `config["configurable"]["langgraph_auth_user"]`, whose identity `Configuration` prefers to any client
+graph as `config["configurable"]["langgraph_auth_user"]`, whose identity `RunContext` prefers to any client
 `user_id`.
 Where langgraph-api and Aegra call these rules differently, `graph.server.platform` says how.
 Whether auth is on or not, store values, run inputs and store search limits are bounded (HTTP 413, clamps).
@@ -274,6 +274,7 @@ async def own_memories(ctx: Auth.types.AuthContext, value: dict) -> dict | None:
     is the caller's `user_label` (prefixes are narrowed to them); memory writes checked and recorded
     (`graph.memory.api_writes`)."""
     from graph.memory.api_writes import check_api_write
+    from graph.server.platform import served_kinds
 
     bound_store_request(ctx.action, value)
     namespace = store_request_namespace(ctx.action, value)
@@ -282,7 +283,7 @@ async def own_memories(ctx: Auth.types.AuthContext, value: dict) -> dict | None:
         namespace = scoped_namespace(ctx.action, namespace, user_label(ctx.user.identity))
     elif not namespace:
         return None
-    await check_api_write(ctx.action, value, namespace, server_store)
+    await check_api_write(ctx.action, value, namespace, server_store, served_kinds())
     return store_rule_result(ctx.action, value, namespace)
 
 

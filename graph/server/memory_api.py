@@ -24,7 +24,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from graph.memory.kinds import configured_kinds
 from graph.memory.store import InvalidUserIdError, check_user_id
 from graph.server.auth import auth_enabled, authenticate
 from graph.server.limits import MAX_SEARCH_LIMIT, MAX_STORE_VALUE_BYTES
@@ -42,7 +41,7 @@ from graph.server.memory_page import (
     search_memories,
     undo,
 )
-from graph.server.platform import server_store
+from graph.server.platform import served_kinds, server_store
 from graph.settings import current_settings
 
 # A request body holds a document and the version it was edited from: room for two store values.
@@ -120,7 +119,7 @@ def _memories(store: BaseStore, user_id: str, request: Request, body: dict[str, 
     """Everything the page shows, with an ETag: a poll that finds nothing new gets 304 from a cheap version check
     (`memories_version`), before anything else is read."""
     shown = _number(request, "history", HISTORY_SHOWN, MAX_HISTORY_SHOWN)
-    kinds = configured_kinds()
+    kinds = served_kinds()
     tag = memories_version(store, user_id, kinds, shown)
     if request.headers.get("if-none-match") == tag:
         return Response(status_code=304, headers={**PRIVATE, "ETag": tag})
@@ -134,15 +133,15 @@ def _search(store: BaseStore, user_id: str, request: Request, body: dict[str, An
         raise PageError(400, "Type something to search for.")
     if len(query) > MAX_QUERY_CHARACTERS:
         raise PageError(400, f"The search is {len(query):,} characters long; at most {MAX_QUERY_CHARACTERS} are allowed.")
-    return search_memories(store, user_id, configured_kinds(), query, _number(request, "limit", 10, MAX_SEARCH_LIMIT))
+    return search_memories(store, user_id, served_kinds(), query, _number(request, "limit", 10, MAX_SEARCH_LIMIT))
 
 
 def _add(store: BaseStore, user_id: str, request: Request, body: dict[str, Any]) -> dict[str, Any]:
-    return add_document(store, user_id, page_kind(configured_kinds(), request.path_params["kind"]), body.get("value"))
+    return add_document(store, user_id, page_kind(served_kinds(), request.path_params["kind"]), body.get("value"))
 
 
 def _document(store: BaseStore, user_id: str, request: Request, body: dict[str, Any]) -> dict[str, Any]:
-    kind, key = page_kind(configured_kinds(), request.path_params["kind"]), request.path_params["key"]
+    kind, key = page_kind(served_kinds(), request.path_params["kind"]), request.path_params["key"]
     base = body.get("base") if "base" in body else NO_BASE
     if request.method == "DELETE":
         return delete_document(store, user_id, kind, key, base)
@@ -151,7 +150,7 @@ def _document(store: BaseStore, user_id: str, request: Request, body: dict[str, 
 
 
 def _undo(store: BaseStore, user_id: str, request: Request, body: dict[str, Any]) -> dict[str, Any]:
-    return undo(store, user_id, request.path_params["change_id"], configured_kinds())
+    return undo(store, user_id, request.path_params["change_id"], served_kinds())
 
 
 async def session(request: Request) -> JSONResponse:

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
 
+    from graph.memory.kinds import MemoryKind
+
 AEGRA = "aegra"
 LANGGRAPH_API = "langgraph-api"
 # The store request field that holds the namespace, per action, where Aegra's name differs from "namespace".
@@ -72,6 +74,14 @@ def run_input(value: dict) -> Any:
     if server_kind() == AEGRA:
         return value.get("input")
     return (value.get("kwargs") or {}).get("input")
+
+
+def served_kinds() -> tuple[MemoryKind, ...]:
+    """The memory kinds of the graph the server serves (`graph.agent.server_graph`, built on the first call)."""
+    from graph.agent import server_graph
+    from graph.runtime import runtime_of
+
+    return runtime_of(server_graph()).kinds
 
 
 async def server_store() -> BaseStore:

@@ -1,13 +1,13 @@
 """A real model for the tests of this folder: SmolLM2-135M-Instruct on llama-server, started once per session.
 
 Nothing is built or downloaded here: without a prepared server and model the tests fail with the one line that
-prepares them (tests/support/llama_server.py). The server caps every reply at `REPLY_CAP` tokens so that a
+prepares them (testing/llama_server.py). The server caps every reply at `REPLY_CAP` tokens so that a
 run-away reply costs CI seconds, not the minutes it takes to fill the context.
 """
 
 import pytest
 
-from tests.support.llama_server import HarnessError, LlamaServer, serving
+from testing.llama_server import HarnessError, LlamaServer, serving
 
 REPLY_CAP = 256
 # A turn of a tiny model on a busy 2-core machine takes tens of seconds; the default 60 s would cut a slow answer.

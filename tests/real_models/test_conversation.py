@@ -13,9 +13,9 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from graph import build_graph, close_graph
 from graph.memory.admin import last_thread, user_threads
 from graph.nodes.update import MEMORY_UPDATE_EVENT
-from tests.support.helpers import config
-from tests.support.langgraph_server import ROOT
-from tests.support.thread_checks import doubled_todos, turns_without_reply, unanswered_calls
+from testing.helpers import config
+from testing.langgraph_server import ROOT
+from testing.thread_checks import doubled_todos, turns_without_reply, unanswered_calls
 
 FIRST_THREAD = (
     "Hi, I'm Lance and I live in San Francisco.",

@@ -5,9 +5,9 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, sync_playwright
 
-from tests.support.openai_stub import OpenAIStub
-from tests.support.stub_script import Script
-from tests.support.system_programs import system_program
+from testing.openai_stub import OpenAIStub
+from testing.stub_script import Script
+from testing.system_programs import system_program
 
 
 @pytest.fixture(scope="module")

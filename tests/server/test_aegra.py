@@ -1,7 +1,7 @@
 """Aegra as the production server: two real instances sharing one PostgreSQL database and one Redis.
 
-The instances run `aegra serve` from aegra.json (tests.support.aegra_server) with tokens for a few users; their
-model calls go to the benchmark's chore-keeping stub (`bench.chore_endpoint`), which answers each request from
+The instances run `aegra serve` from aegra.json (testing.aegra_server) with tokens for a few users; their
+model calls go to the benchmark's chore-keeping stub (`testing.chore_endpoint`), which answers each request from
 what it carries, so that users running at the same time on both instances get their own replies. The auth and
 memory page suites run on Aegra as well (`tests/server/test_server_auth.py`, `test_memory_page.py`).
 """
@@ -15,14 +15,14 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from bench.chore_endpoint import ADD, REPLY_FIRST_CONFIRMATION, ChoreEndpoint
 from graph.backends.embeddings import MultilingualEmbeddings
 from graph.memory.store import HISTORY, user_label
-from tests.support.aegra_server import aegra_instances, embedding_server, redis_server
-from tests.support.langgraph_server import GRAPH_ID, ROOT, new_thread, play, token_environment
-from tests.support.openai_stub import OpenAIStub
-from tests.support.postgres_server import create_database
-from tests.support.stored_names import INSTRUCTIONS, PROFILE, TODO
+from testing.aegra_server import aegra_instances, embedding_server, redis_server
+from testing.chore_endpoint import ADD, REPLY_FIRST_CONFIRMATION, ChoreEndpoint
+from testing.langgraph_server import GRAPH_ID, ROOT, new_thread, play, token_environment
+from testing.openai_stub import OpenAIStub
+from testing.postgres_server import create_database
+from testing.stored_names import INSTRUCTIONS, PROFILE, TODO
 
 USERS = [f"user{n}" for n in range(6)]
 TOKENS = {user: f"{user}-token-5b0e9c2d" for user in USERS}

@@ -20,12 +20,12 @@ from langgraph_sdk.errors import APIStatusError
 from psycopg.types.json import Jsonb
 
 from graph.memory.store import HISTORY, UNINDEXED, user_label
-from tests.support.aegra_server import SERVER_KINDS, aegra_instances
-from tests.support.langgraph_server import langgraph_dev, new_thread, play, token_environment
-from tests.support.openai_stub import OpenAIStub, text_reply, tool_calls_reply
-from tests.support.postgres_server import create_database
-from tests.support.stored_names import INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_KEY, TODO
-from tests.support.stub_script import Script, update
+from testing.aegra_server import SERVER_KINDS, aegra_instances
+from testing.langgraph_server import langgraph_dev, new_thread, play, token_environment
+from testing.openai_stub import OpenAIStub, text_reply, tool_calls_reply
+from testing.postgres_server import create_database
+from testing.stored_names import INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_KEY, TODO
+from testing.stub_script import Script, update
 
 ALICE, BOB = "alice", "bob"
 TOKENS = {ALICE: "alice-books-4c1d7e-token", BOB: "bob-books-9a3f2b-token"}

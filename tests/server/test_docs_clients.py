@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.langgraph_server import langgraph_dev, offline_environment
-from tests.support.openai_stub import OpenAIStub, text_reply, tool_calls_reply
-from tests.support.stub_script import Script, update
-from tests.test_docs_examples import python_example
+from testing.langgraph_server import langgraph_dev, offline_environment
+from testing.openai_stub import OpenAIStub, text_reply, tool_calls_reply
+from testing.stub_script import Script, update
+from tests.project.test_docs_examples import python_example
 
 DOCUMENTED_URL = "http://127.0.0.1:2024"
 

@@ -2,7 +2,7 @@
 
 Each server's store index embeds through a server of its own: on Aegra the project's embedding server
 (`graph.backends.embedding_server`, Ollama's API, as aegra.json names it); on `langgraph dev` an OpenAI-compatible
-endpoint (`tests.support.embedding_stub`) that the index's LangChain OpenAI embeddings call. Both are down for the
+endpoint (`testing.embedding_stub`) that the index's LangChain OpenAI embeddings call. Both are down for the
 first turn and back for the second.
 """
 
@@ -15,10 +15,10 @@ import pytest
 from langgraph_sdk import get_sync_client
 
 from graph.memory.store import user_label
-from tests.support.aegra_server import HEALTH, SERVER_KINDS, embedding_server, start_aegra
-from tests.support.embedding_stub import EmbeddingStub
-from tests.support.helpers import ReservedPort
-from tests.support.langgraph_server import (
+from testing.aegra_server import HEALTH, SERVER_KINDS, embedding_server, start_aegra
+from testing.embedding_stub import EmbeddingStub
+from testing.helpers import ReservedPort
+from testing.langgraph_server import (
     langgraph_dev,
     new_thread,
     play,
@@ -27,10 +27,10 @@ from tests.support.langgraph_server import (
     token_environment,
     wait_until_ready,
 )
-from tests.support.openai_stub import OpenAIStub, text_reply, tool_calls_reply
-from tests.support.postgres_server import create_database
-from tests.support.stored_names import TODO
-from tests.support.stub_script import update
+from testing.openai_stub import OpenAIStub, text_reply, tool_calls_reply
+from testing.postgres_server import create_database
+from testing.stored_names import TODO
+from testing.stub_script import update
 
 USER = "Lance"
 TOKEN = "lance-token-7f3a9e1b"

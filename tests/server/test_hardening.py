@@ -11,7 +11,7 @@ from langgraph_sdk.errors import APIStatusError
 
 from graph.memory.store import user_label
 from graph.server.limits import MAX_RUN_INPUT_BYTES, MAX_SEARCH_LIMIT, MAX_STORE_VALUE_BYTES
-from tests.support.langgraph_server import (
+from testing.langgraph_server import (
     GRAPH_ID,
     langgraph_dev,
     new_thread,
@@ -19,9 +19,9 @@ from tests.support.langgraph_server import (
     refused_start,
     token_server,
 )
-from tests.support.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply
-from tests.support.stored_names import TODO
-from tests.support.stub_script import Script, update
+from testing.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply
+from testing.stored_names import TODO
+from testing.stub_script import Script, update
 
 ALICE, BOB = "alice", "bob"
 TOKENS = {ALICE: "alice-9a1f-hardened-token", BOB: "bob-4c2e-hardened-token"}
@@ -50,6 +50,12 @@ def server(stub: OpenAIStub, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 def test_token_settings_that_would_run_open_stop_the_server(tmp_path, variables, sentence):
     log = refused_start(tmp_path, offline_environment(MAISTRO_DATA_DIR=str(tmp_path / "data"), **variables))
     assert sentence in log
+
+
+def test_memory_kinds_the_server_cannot_load_stop_it_with_one_sentence(tmp_path):
+    variables = {"MAISTRO_DATA_DIR": str(tmp_path / "data"), "MAISTRO_MEMORY_KINDS": "nowhere_kinds:KINDS"}
+    log = refused_start(tmp_path, offline_environment(**variables))
+    assert "MAISTRO_MEMORY_KINDS='nowhere_kinds:KINDS' is invalid: the module nowhere_kinds cannot be imported" in log
 
 
 def test_an_open_server_says_so_when_it_starts(tmp_path):

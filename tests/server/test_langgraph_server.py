@@ -18,8 +18,7 @@ from langchain_core.messages import HumanMessage
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from graph.agent import graph as server_graph
-from graph.app.scripted_model import doc_id_of
+from graph.agent import server_graph
 from graph.app.tutorial import (
     LANCE,
     LOCAL_VENDORS,
@@ -33,8 +32,8 @@ from graph.app.tutorial import (
     TOYOTA_SOLUTIONS,
     todo_item,
 )
-from graph.configuration import Configuration
-from tests.support.langgraph_server import (
+from graph.run_context import RunContext
+from testing.langgraph_server import (
     GRAPH_ID,
     ROOT,
     Turn,
@@ -44,8 +43,9 @@ from tests.support.langgraph_server import (
     play,
     stream_run,
 )
-from tests.support.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply
-from tests.support.stub_script import Script, kind_of, update
+from testing.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply
+from testing.scripted_model import doc_id_of
+from testing.stub_script import Script, kind_of, update
 
 ENV_FILE_MODEL = "gpt-from-env-file"
 LANCE_RUN = {"configurable": {"user_id": "Lance"}}
@@ -135,11 +135,12 @@ def tutorial(client: SyncLangGraphClient, script: Script) -> Tutorial:
 def test_langgraph_json_serves_the_graph_without_its_own_persistence():
     spec = json.loads((ROOT / "langgraph.json").read_text())
     path, variable = spec["graphs"][GRAPH_ID]["path"].split(":")
-    assert spec["dependencies"] == ["."] and (ROOT / path).is_file() and variable == "graph"
+    assert spec["dependencies"] == ["."] and (ROOT / path).is_file() and variable == "server_graph"
     requires_python = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
     assert spec["env"] == ".env" and requires_python == f">={spec['python_version']}"
-    assert server_graph.checkpointer is None and server_graph.store is None
-    assert server_graph.context_schema is Configuration
+    served = server_graph()
+    assert served.checkpointer is None and served.store is None
+    assert served.context_schema is RunContext
 
 
 def test_server_starts_without_key_or_env_file_and_a_run_says_what_to_set(tmp_path):
@@ -158,7 +159,7 @@ def test_server_starts_without_key_or_env_file_and_a_run_says_what_to_set(tmp_pa
 def test_studio_shows_every_setting_with_its_description(client):
     (assistant,) = client.assistants.search(graph_id=GRAPH_ID, metadata={"created_by": "system"})
     schemas = client.assistants.get_schemas(assistant["assistant_id"])
-    settings = [f.name for f in fields(Configuration)]
+    settings = [f.name for f in fields(RunContext)]
     for kind in ("config_schema", "context_schema"):
         properties = schemas[kind]["properties"]
         assert list(properties) == settings, kind

@@ -24,10 +24,10 @@ from websockets.sync.client import connect
 from graph.memory.store import user_label
 from graph.server.guard import FailedLogins, is_loopback_host, same_origin
 from graph.server.limits import MAX_JSON_DEPTH, RequestRefused, check_body
-from tests.support.helpers import free_port
-from tests.support.langgraph_server import GRAPH_ID, langgraph_dev, offline_environment, token_server
-from tests.support.openai_stub import OpenAIStub
-from tests.support.stored_names import PROFILE, PROFILE_KEY, TODO
+from testing.helpers import free_port
+from testing.langgraph_server import GRAPH_ID, langgraph_dev, offline_environment, token_server
+from testing.openai_stub import OpenAIStub
+from testing.stored_names import PROFILE, PROFILE_KEY, TODO
 
 ALICE, BOB = "alice", "bob"
 TOKENS = {ALICE: "alice-lockdown-5b9e2c", BOB: "bob-lockdown-0d7f31"}

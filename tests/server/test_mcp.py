@@ -20,10 +20,10 @@ from mcp.client.streamable_http import streamable_http_client
 
 from graph.agent import AGENT_NAME
 from graph.memory.store import user_label
-from tests.support.langgraph_server import GRAPH_ID, ROOT, token_server
-from tests.support.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply
-from tests.support.stored_names import TODO
-from tests.support.stub_script import Script, update
+from testing.langgraph_server import GRAPH_ID, ROOT, token_server
+from testing.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply
+from testing.stored_names import TODO
+from testing.stub_script import Script, update
 
 ALICE, BOB = "alice", "bob"
 TOKENS = {ALICE: "alice-mcp-51c0e2-token", BOB: "bob-mcp-7e2a44-token"}
@@ -80,7 +80,7 @@ def test_the_agent_is_one_tool_that_says_what_it_does(server):
     (tool,) = with_mcp(server, TOKENS[ALICE], use)
 
     described = json.loads((ROOT / "langgraph.json").read_text())["graphs"][GRAPH_ID]["description"]
-    assert tool.name == AGENT_NAME == "todo_memory_agent"
+    assert tool.name == AGENT_NAME == GRAPH_ID == "task_maistro"
     assert tool.description == described and "ToDo list" in described and "profile" in described
     assert tool.input_schema["properties"].keys() == {"messages"}, "no internal state fields (summary, remaining_steps)"
     assert tool.input_schema["required"] == ["messages"]

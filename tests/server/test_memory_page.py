@@ -20,8 +20,8 @@ from playwright.sync_api import Browser, Locator, Page, expect
 from graph.memory.store import HISTORY, user_label
 from graph.server.limits import MAX_STORE_VALUE_BYTES
 from graph.server.memory_api import MAX_BODY_BYTES
-from tests.support.aegra_server import SERVER_KINDS, api_server
-from tests.support.langgraph_server import (
+from testing.aegra_server import SERVER_KINDS, api_server
+from testing.langgraph_server import (
     langgraph_dev,
     new_thread,
     offline_environment,
@@ -30,10 +30,10 @@ from tests.support.langgraph_server import (
     token_environment,
     token_server,
 )
-from tests.support.openai_stub import OpenAIStub, text_reply, tool_calls_reply
-from tests.support.page_kinds import KINDS as PAGE_KINDS
-from tests.support.stored_names import INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_KEY, TODO
-from tests.support.stub_script import Script, update
+from testing.openai_stub import OpenAIStub, text_reply, tool_calls_reply
+from testing.page_kinds import KINDS as PAGE_KINDS
+from testing.stored_names import INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_KEY, TODO
+from testing.stub_script import Script, update
 
 ALICE, BOB = "alice", "bob"
 TOKENS = {ALICE: "alice-page-8e1f0c-token", BOB: "bob-page-2c7d9a-token"}
@@ -62,7 +62,7 @@ TOYOTA = {
     "status": "not started",
 }
 PAGE_SOURCE = "on the memory page"
-KINDS_SETTING = "tests.support.page_kinds:KINDS"
+KINDS_SETTING = "testing.page_kinds:KINDS"
 # The page's controls that have no label, no aria-label and no text (a script for `page.evaluate`).
 UNLABELLED = (
     "[...document.querySelectorAll('input, select, textarea, button')]"
@@ -79,7 +79,7 @@ WAIT = 30
 def server(request: pytest.FixtureRequest, stub: OpenAIStub, tmp_path_factory: pytest.TempPathFactory,
            postgres_url: str) -> Iterator[str]:
     """A server with alice's and bob's tokens, its model calls going to the stub, keeping the memory kinds of
-    `tests.support.page_kinds` besides the tutorial's: `langgraph dev`, then Aegra."""
+    `testing.page_kinds` besides the tutorial's: `langgraph dev`, then Aegra."""
     scratch = tmp_path_factory.mktemp(f"memory-page-{request.param}")
     environment = token_environment(scratch, stub, TOKENS, MAISTRO_MEMORY_KINDS=KINDS_SETTING)
     if request.param == "aegra":  # Aegra files SDK store calls on a kind not in `store.scopes` under ("users", ...)

@@ -18,10 +18,10 @@ import pytest
 from langgraph_sdk import get_client
 
 from graph.settings import DEFAULT_NODE_THREADS
-from tests.support.aegra_server import SERVER_KINDS, aegra_instances
-from tests.support.langgraph_server import GRAPH_ID, langgraph_dev, token_environment
-from tests.support.openai_stub import OpenAIStub, text_reply
-from tests.support.postgres_server import create_database
+from testing.aegra_server import SERVER_KINDS, aegra_instances
+from testing.langgraph_server import GRAPH_ID, langgraph_dev, token_environment
+from testing.openai_stub import OpenAIStub, text_reply
+from testing.postgres_server import create_database
 
 LATENCY = 2.0
 PYTHON_DEFAULT_THREADS = min(32, (os.cpu_count() or 1) + 4)

@@ -7,10 +7,10 @@ import time
 import psycopg
 from langgraph_sdk import get_sync_client
 
-from tests.support.aegra_server import aegra_instances
-from tests.support.langgraph_server import new_thread, play, token_environment
-from tests.support.openai_stub import OpenAIStub, text_reply
-from tests.support.postgres_server import create_database
+from testing.aegra_server import aegra_instances
+from testing.langgraph_server import new_thread, play, token_environment
+from testing.openai_stub import OpenAIStub, text_reply
+from testing.postgres_server import create_database
 
 KEEP = 2
 TURNS = 6

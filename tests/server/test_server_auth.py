@@ -19,16 +19,16 @@ import pytest
 from langgraph_sdk import Auth, get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from graph.configuration import Configuration
 from graph.memory.store import UNINDEXED, user_label
+from graph.run_context import RunContext
 from graph.server import auth as server_auth
 from graph.server.limits import MAX_STORE_VALUE_BYTES
 from graph.settings import Settings
-from tests.support.aegra_server import HEALTH, SERVER_KINDS, api_server
-from tests.support.langgraph_server import GRAPH_ID, new_thread, offline_environment, play
-from tests.support.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply
-from tests.support.stored_names import INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_KEY, TODO
-from tests.support.stub_script import Script, update
+from testing.aegra_server import HEALTH, SERVER_KINDS, api_server
+from testing.langgraph_server import GRAPH_ID, new_thread, offline_environment, play
+from testing.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply
+from testing.stored_names import INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_KEY, TODO
+from testing.stub_script import Script, update
 
 ALICE = "alice"
 BOB = "bob.smith@example.com"
@@ -170,7 +170,7 @@ def test_the_authenticated_user_wins_over_any_client_user_id(monkeypatch):
     monkeypatch.setenv("MAISTRO_DEFAULT_USER", "fallback")
 
     def resolved(**configurable) -> str:
-        return Configuration.from_runnable_config({"configurable": configurable}).resolved_user_id
+        return RunContext.from_runnable_config({"configurable": configurable}).resolved_user_id
 
     def caller(identity: str) -> dict:
         return {"langgraph_auth_user": {"identity": identity}}

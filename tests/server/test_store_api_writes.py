@@ -11,9 +11,9 @@ from langgraph_sdk.errors import APIStatusError
 
 from graph.memory.api_writes import API_MESSAGE
 from graph.memory.store import HISTORY, UNINDEXED, user_label
-from tests.support.langgraph_server import langgraph_dev, offline_environment, token_server
-from tests.support.openai_stub import OpenAIStub
-from tests.support.stored_names import PROFILE, TODO
+from testing.langgraph_server import langgraph_dev, offline_environment, token_server
+from testing.openai_stub import OpenAIStub
+from testing.stored_names import PROFILE, TODO
 
 TOKENS = {"alice": "alice-store-7d2b"}
 RENT = {"task": "Pay rent", "time_to_complete": 5, "deadline": None, "solutions": ["Bank app"], "status": "not started"}

@@ -1,0 +1,1 @@
+"""The benchmarks' own parts (bench/), without running a benchmark."""

@@ -1,0 +1,1 @@
+"""The `maistro` command: every subcommand, the chat terminal, real processes."""

@@ -1,0 +1,1 @@
+"""The eval: its cases, scoring, endpoint runs and reports."""

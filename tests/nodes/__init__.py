@@ -1,0 +1,1 @@
+"""The graph's nodes: routing, memory updates, reply timing, bad input, the tutorial's conversation."""

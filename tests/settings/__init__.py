@@ -1,0 +1,1 @@
+"""Operator settings and per-run settings."""

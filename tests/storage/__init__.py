@@ -1,0 +1,1 @@
+"""Storage: SQLite and PostgreSQL, durability, crashes, concurrent writers, indexes, forgetting."""

@@ -1,1 +1,0 @@
-"""Test support: stub servers, subprocess workers and helpers that the test modules share."""

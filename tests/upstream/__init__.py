@@ -1,0 +1,1 @@
+"""The ecosystem's own suites run on the project's storage: checkpoint conformance, LangGraph's store tests."""
