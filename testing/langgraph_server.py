@@ -105,8 +105,11 @@ def stop(process: subprocess.Popen) -> None:
         process.wait(STOP_SECONDS)
 
 
-def start_server(directory: Path, env: dict[str, str], flags: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str, Path]:
-    """Start `langgraph dev --no-browser --no-reload [flags]` from `directory` on a free port: (process, URL, log).
+def start_server(
+    directory: Path, env: dict[str, str], flags: tuple[str, ...] = (), *, reload: bool = False
+) -> tuple[subprocess.Popen, str, Path]:
+    """Start `langgraph dev --no-browser --no-reload [flags]` (without `--no-reload` if `reload`) from `directory` on
+    a free port: (process, URL, log).
 
     The config is the scratch copy of langgraph.json in `directory`, made unless a test already made (and changed) it.
     """
@@ -115,8 +118,8 @@ def start_server(directory: Path, env: dict[str, str], flags: tuple[str, ...] = 
         scratch_config(directory)
     port = free_port()
     log = directory / "server.log"
-    command = [langgraph_executable(), "dev", "--no-browser", "--no-reload", "--port", str(port), "--config", str(config),
-               *flags]
+    command = [langgraph_executable(), "dev", "--no-browser", *([] if reload else ["--no-reload"]), "--port", str(port),
+               "--config", str(config), *flags]
     with log.open("wb") as output:
         process = subprocess.Popen(
             command, cwd=directory, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
@@ -124,9 +127,10 @@ def start_server(directory: Path, env: dict[str, str], flags: tuple[str, ...] = 
     return process, f"http://127.0.0.1:{port}", log
 
 
-def refused_start(directory: Path, env: dict[str, str]) -> str:
-    """Start a server that must refuse to run: wait for it to exit with an error, and return its log."""
-    process, _, log = start_server(directory, env)
+def refused_start(directory: Path, env: dict[str, str], *, reload: bool = False) -> str:
+    """Start a server that must refuse to run (`--reload` on or off): wait for it to exit with an error, and return
+    its log."""
+    process, _, log = start_server(directory, env, reload=reload)
     try:
         process.wait(STARTUP_SECONDS)
     except subprocess.TimeoutExpired:

@@ -33,7 +33,7 @@ from graph.settings import current_settings
 from graph.state import State
 from graph.thread.cut_replies import as_prompted, is_cut, marked_cut
 from graph.thread.model_message import NormalisedReply, Refusal, normalise_reply
-from graph.thread.reply_last import reply_last
+from graph.thread.reply_last import rejoined, reply_first, reply_last
 from graph.thread.tokens import bound_messages, is_blank, truncation_notice
 from graph.thread.tool_calls import (
     chat_history,
@@ -126,9 +126,10 @@ def task_maistro(
     """Answer the user, and call UpdateMemory for the memory kinds of `graph_runtime` the turn brings news for.
 
     With `reply_timing="first"` (the default) the model replies in the same message as its UpdateMemory calls,
-    so the reply streams while the update nodes run; when they are done this node makes no second model call
-    if that reply stands (`reply_stands`): it moves the reply after the calls' answers (`reply_last`), so the
-    turn ends with it, and the graph ends. It calls the model again when the reply had no
+    so the reply streams while the update nodes run: the thread gets it before a message of its own for the calls
+    (`reply_first`). When they are done this node makes no second model call if that reply stands
+    (`reply_stands`): it moves the reply after the calls' answers (`reply_last`), so the turn ends with it, and
+    the graph ends. It calls the model again when the reply had no
     text, or an answer reports something the user must hear (a failed update, a secret not saved, a ToDo
     update that changed nothing). With
     "after_updates" (the tutorial's) the reply always comes from a model call after the updates.
@@ -177,6 +178,9 @@ def task_maistro(
         return {"messages": [*thread_update(original, thread), reply], "summary": summary}
     if not turn_starts and settings.reply_timing == "first" and reply_stands(thread):
         return {"messages": thread_update(original, reply_last(thread))}
+    # A reply given first that did not move last (it does not stand, or its turn was cut short) goes back beside
+    # its calls, as the model wrote it.
+    thread = rejoined(thread)
     model = chat_model(settings)
     if turn_starts:
         thread, summary = fold_into_summary(thread, summary, model, settings)
@@ -204,9 +208,11 @@ def task_maistro(
         if not refused or any(call["id"] not in refused for call in normalised.message.tool_calls):
             break
         may_route = False  # refused once: the reply that follows tells the user, with no tool to refuse again
-    new_messages = with_fallback_reply(view, new_messages, kinds)
+    new_messages = with_truncation_notice(view, with_fallback_reply(view, new_messages, kinds))
+    if settings.reply_timing == "first":
+        new_messages = reply_first(new_messages)
     return {
-        "messages": [*thread_update(original, thread), *with_truncation_notice(view, new_messages)],
+        "messages": [*thread_update(original, thread), *new_messages],
         "summary": summary,
     }
 

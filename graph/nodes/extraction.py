@@ -22,6 +22,7 @@ from graph.nodes.summary import with_summary
 from graph.nodes.window import PromptParts, fitted
 from graph.recent import Recent
 from graph.thread.cut_replies import as_prompted
+from graph.thread.reply_last import routing_id, routing_start
 from graph.thread.tokens import bound_message
 from graph.thread.tool_calls import last_ai_message, transcript
 from prompts import DROPPED_PATCH_PROBLEM, GAVE_UP_PROBLEM, INVALID_PROBLEM, MALFORMED_PROBLEM, TEXT_ANSWER_PROBLEM
@@ -54,10 +55,10 @@ def cached_extractor(extractors: Extractors, model: BaseChatModel, schema: type[
 
 
 def conversation(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
-    """The user-visible conversation before the latest assistant message, without tool-call plumbing (a reply cut
-    at the token limit carried as cut)."""
+    """The user-visible conversation before the latest assistant message (and the reply given first beside it),
+    without tool-call plumbing (a reply cut at the token limit carried as cut)."""
     routing = last_ai_message(messages)
-    end = messages.index(routing) if routing is not None else len(messages)
+    end = routing_start(messages, messages.index(routing)) if routing is not None else len(messages)
     return as_prompted([bound_message(message) for message in transcript(messages[:end])])
 
 
@@ -139,9 +140,9 @@ def shortfall(result: Mapping[str, Any] | None, first: AIMessage | None) -> str 
 
 
 def routing_seed(messages: Sequence[AnyMessage], call_id: str) -> str:
-    """Identifies a routed tool call across replays: the routing message's id and the call's id."""
+    """Identifies a routed tool call across replays: the routing message's id (`routing_id`) and the call's id."""
     routing = last_ai_message(messages)
-    return f"{routing.id if routing else ''}/{call_id}"
+    return f"{routing_id(routing) if routing else ''}/{call_id}"
 
 
 def new_document_key(messages: Sequence[AnyMessage], call_id: str, index: int) -> str:

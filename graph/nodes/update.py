@@ -54,6 +54,7 @@ from graph.recent import Recent
 from graph.run_context import ResolvedRun, RunContext
 from graph.runtime import GraphRuntime
 from graph.state import State
+from graph.thread.reply_last import routing_id
 from graph.thread.tokens import bound_message
 from graph.thread.tool_calls import last_ai_message, pending_update_calls, through_latest_calls
 from prompts import EXTRACTION_FAILED, SECRETS_NOT_SAVED, SEE_ABOVE, UPDATE_CONFLICT
@@ -129,10 +130,9 @@ class UpdateRequest:
     def may_be_replay(self) -> bool:
         """Whether the calls may have been run before: another process routed them, or the turn was resumed."""
         routing = last_ai_message(self.messages)
-        routing_id = routing.id if routing else None
-        first_run_here = routing_id in self.graph_runtime.routed
+        first_run_here = routing is not None and routing_id(routing) in self.graph_runtime.routed
         resumed_id = (self.state.get("resumed_calls") or ("", 0))[0]
-        return not first_run_here or resumed_id == routing_id
+        return not first_run_here or resumed_id == (routing.id if routing else None)
 
     @property
     def extraction_options(self) -> dict[str, bool]:

@@ -20,12 +20,17 @@ from starlette.responses import FileResponse, JSONResponse, RedirectResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from graph.memory.kinds import configured_kinds
 from graph.server import memory_api
 from graph.server.auth import auth_enabled
 from graph.server.executor import use_node_threads
 from graph.server.guard import ServerGuard
 from graph.server.platform import served_kinds, server_info
 from graph.server.retention import retention_sweep
+from graph.server.startup import checked_at_start
+
+# A MAISTRO_MEMORY_KINDS the server cannot load stops it here, before langgraph-api loads the graph.
+checked_at_start(configured_kinds)
 
 STATIC = Path(__file__).with_name("static")
 # The page loads only its own files and talks only to its own server; no other site may frame it.
@@ -59,7 +64,7 @@ async def memory_page_slash(request: Request) -> RedirectResponse:
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     """What runs beside the server: sync nodes on MAISTRO_NODE_THREADS threads, and the retention sweep. The
     graph is built first (`graph.agent.server_graph`), so a setting it cannot use stops the start with one sentence."""
-    served_kinds()
+    checked_at_start(served_kinds)
     use_node_threads(asyncio.get_running_loop())
     async with retention_sweep():
         yield

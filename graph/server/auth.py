@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from graph.memory.store import INTERNAL_NAMESPACES, InvalidUserIdError, check_user_id, user_label
 from graph.server.limits import MAX_RUN_INPUT_BYTES, MAX_SEARCH_LIMIT, MAX_STORE_VALUE_BYTES, json_size
 from graph.server.platform import header_values, run_input, server_store, store_request_namespace, store_rule_result
+from graph.server.startup import checked_at_start
 from graph.settings import Settings, current_settings
 
 if TYPE_CHECKING:
@@ -108,7 +109,7 @@ def load_tokens(settings: Settings) -> dict[str, str]:
     return listed | filed
 
 
-TOKENS = load_tokens(current_settings())
+TOKENS = checked_at_start(lambda: load_tokens(current_settings()))
 
 
 def auth_enabled() -> bool:

@@ -10,6 +10,7 @@ from collections.abc import Sequence, Set
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
 from graph.thread.model_message import sendable_message
+from graph.thread.reply_last import routing_start
 from prompts import INTERRUPTED_ANSWER, LIMIT_REPLY
 
 
@@ -127,7 +128,8 @@ def through_latest_calls(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
 
 def turn_answered(messages: Sequence[AnyMessage]) -> bool:
     """Whether the latest turn has its reply and nothing left to do: its last assistant message calls no tool, or
-    it speaks to the user beside calls that are all answered (a reply given first, while the memories were saved).
+    it speaks to the user beside calls that are all answered (a reply given first, while the memories were saved:
+    in the message, or right before it, `graph.thread.reply_last`).
     """
     position = next((i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], AIMessage)), None)
     if position is None:
@@ -135,7 +137,7 @@ def turn_answered(messages: Sequence[AnyMessage]) -> bool:
     reply, after = messages[position], messages[position + 1 :]
     if not all(isinstance(message, ToolMessage) for message in after) or set(call_ids(reply)) - _answered_ids(after):
         return False
-    return not call_ids(reply) or bool(reply.text.strip())
+    return not call_ids(reply) or bool(reply.text.strip()) or routing_start(messages, position) < position
 
 
 def spoken_messages(messages: Sequence[AnyMessage]) -> list[AnyMessage]:

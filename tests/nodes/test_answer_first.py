@@ -7,6 +7,7 @@ from langchain_core.messages import AIMessage
 
 from graph.memory.store import namespace
 from graph.nodes.update import MEMORY_UPDATE_EVENT
+from graph.thread.reply_last import calls_message_id
 from prompts import DROPPED_PATCH_PROBLEM, EXTRACTION_FAILED, REPLY_AFTER_UPDATES_RULE, REPLY_FIRST_RULE
 from testing.bookkeeping import assert_tool_calls_answered
 from testing.helpers import config, profile_of, todos, turn
@@ -212,7 +213,8 @@ def test_a_kill_between_the_reply_and_the_commit_saves_once_before_the_next_mess
     with pytest.raises(RuntimeError, match="died"):
         turn(agent, "Remind me to water the plants.")
     cut_short = agent.get_state(config()).values["messages"]
-    assert cut_short[-1].text == "I'll remember the plants." and cut_short[-1].tool_calls
+    reply, calling = cut_short[-2:]
+    assert reply.text == "I'll remember the plants." and calling.tool_calls and calling.id == calls_message_id(reply.id)
     assert todos(agent) == {}
 
     def strict_reply(messages, tools):

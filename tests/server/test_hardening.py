@@ -58,6 +58,23 @@ def test_memory_kinds_the_server_cannot_load_stop_it_with_one_sentence(tmp_path)
     assert "MAISTRO_MEMORY_KINDS='nowhere_kinds:KINDS' is invalid: the module nowhere_kinds cannot be imported" in log
 
 
+@pytest.mark.parametrize("reload", [False, True], ids=["no-reload", "reload"])
+@pytest.mark.parametrize(
+    ("variables", "sentence"),
+    [
+        ({"MAISTRO_AUTH_TOKENS": "x:alice"}, "MAISTRO_AUTH_TOKENS: a 1-character token is too easy to guess; use at least 16"),
+        ({"MAISTRO_MEMORY_KINDS": "nowhere_kinds:KINDS"}, "MAISTRO_MEMORY_KINDS='nowhere_kinds:KINDS' is invalid"),
+    ],
+    ids=["auth", "kinds"],
+)
+def test_a_bad_setting_stops_langgraph_dev_with_one_sentence_reload_or_not(tmp_path, variables, sentence, reload):
+    """`langgraph dev` exits with a status that is not 0 (no reloader left serving nothing), and says why in one
+    sentence, with no traceback."""
+    log = refused_start(tmp_path, offline_environment(MAISTRO_DATA_DIR=str(tmp_path / "data"), **variables), reload=reload)
+    (line,) = [line for line in log.splitlines() if sentence in line]
+    assert line.startswith("task-maistro cannot start: ") and "Traceback" not in log
+
+
 def test_an_open_server_says_so_when_it_starts(tmp_path):
     with langgraph_dev(tmp_path, offline_environment(MAISTRO_DATA_DIR=str(tmp_path / "data"))) as url:
         assert get_sync_client(url=url).threads.create()["thread_id"]

@@ -6,12 +6,14 @@ uses stay those of the routing message.
 """
 
 import pytest
-from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
 
 from graph import build_graph, close_graph
 from graph.memory.changes import committed_changes
 from graph.memory.kinds import TODO
-from graph.thread.reply_last import calls_message_id
+from graph.nodes.extraction import conversation, routing_seed
+from graph.thread.reply_last import calls_message_id, rejoined, reply_first, reply_last
+from graph.thread.tool_calls import turn_answered
 from testing.bookkeeping import assert_tool_calls_answered
 from testing.helpers import config, todos
 from testing.openai_stub import text_reply, tool_calls_reply
@@ -118,3 +120,78 @@ def test_through_chat_openai_the_reply_streams_once_and_the_thread_ends_with_it(
 
     assert result["messages"][-1].text == "The dentist is on your list." and stub.rejections == []
     assert [m["role"] for m in stub.requests[-1]["messages"]] == ["system", "user", "assistant", "system", "user"]
+
+
+@pytest.mark.parametrize("reply_timing", ["first", "after_updates"])
+def test_the_tutorials_values_loop_prints_the_reply_once_after_its_tokens_streamed(
+    served, stub, script, capsys, reply_timing
+):
+    """The tutorial's loop over `values` prints the reply once in both timings; given first, its tokens stream
+    before the update's answer, the thread holds it while the update runs, and a client keying messages by id
+    holds it under one id."""
+    add_dentist = tool_calls_reply(("ToDo", {"task": DENTIST, "solutions": ["Call Dr. Lee"]}))
+    if reply_timing == "first":
+        script.add("chat", update("todo", content=REPLY))
+        script.add("todo", add_dentist)
+    else:
+        script.add("chat", update("todo"))
+        script.add("todo", add_dentist)
+        script.add("chat", text_reply(REPLY))
+
+    events, by_id, while_saving = [], {}, []
+    for mode, payload in served.stream(
+        {"messages": [HumanMessage("Remind me to book a dentist.")]},
+        config(reply_timing=reply_timing),
+        stream_mode=["messages", "values"],
+    ):
+        if mode == "values":
+            payload["messages"][-1].pretty_print()
+            by_id.update((message.id, message) for message in payload["messages"])
+            events.append((mode, payload["messages"][-1]))
+            while_saving += [m for m in payload["messages"] if payload["messages"][-1].type == "tool" and m.text == REPLY]
+        elif payload[1]["langgraph_node"] == "task_maistro":
+            events.append((mode, payload[0]))
+
+    assert capsys.readouterr().out.count(REPLY) == 1, "the reply printed once"
+    assert events[-1][0] == "values" and events[-1][1].text == REPLY and not events[-1][1].tool_calls
+    assert [message.id for message in by_id.values() if REPLY in message.text] == [events[-1][1].id]
+    first_token = next(i for i, (mode, m) in enumerate(events) if mode == "messages" and m.text)
+    first_answer = next(i for i, (mode, m) in enumerate(events) if mode == "values" and m.type == "tool")
+    assert (first_token < first_answer) == (reply_timing == "first"), "given first, the reply streams before the update"
+    assert [m.id for m in while_saving] == ([events[-1][1].id] if reply_timing == "first" else []), (
+        "given first, the reply is in the thread (saved, and shown by id) while the update runs"
+    )
+    assert list(todos(served)) == [DENTIST] and stub.rejections == []
+
+
+def test_a_reply_given_first_is_written_before_its_calls_and_read_as_the_model_wrote_it():
+    """Written apart, the reply and its calls keep the routing message's replay seed, the turn reads as answered,
+    an extraction does not read the reply as the user's conversation, and a prompt gets the message back whole."""
+    call = {"name": "UpdateMemory", "args": {"update_type": "todo"}, "id": "call_1", "type": "tool_call"}
+    routing = AIMessage(content=REPLY, id="run-1", tool_calls=[call], response_metadata={"finish_reason": "length"})
+    asked = HumanMessage("Remind me to book a dentist.", id="h1")
+    answer = ToolMessage("ToDo added.", tool_call_id="call_1")
+
+    reply, calling = reply_first([routing])
+    written = [asked, reply, calling]
+
+    assert (reply.id, reply.text, reply.tool_calls) == ("run-1", REPLY, [])
+    assert (calling.id, calling.text, calling.tool_calls) == (calls_message_id("run-1"), "", [call])
+    assert routing_seed(written, "call_1") == routing_seed([asked, routing], "call_1") == "run-1/call_1"
+    assert conversation(written) == conversation([asked, routing]) == [asked]
+    assert not turn_answered(written) and turn_answered([*written, answer])
+    asked_again, joined = rejoined(written)
+    assert asked_again is asked and (joined.id, joined.text, joined.tool_calls) == ("run-1", REPLY, [call])
+    assert joined.response_metadata == routing.response_metadata, "a cut reply is prompted as cut"
+    assert reply_last([*written, answer]) == [asked, calling, answer, reply]
+
+
+def test_a_turn_stored_with_the_reply_beside_its_calls_still_ends_with_the_reply():
+    """A thread stored before replies were written apart (the words and calls in one message) ends the same way."""
+    call = {"name": "UpdateMemory", "args": {"update_type": "todo"}, "id": "call_1", "type": "tool_call"}
+    routing = AIMessage(content=REPLY, id="run-1", tool_calls=[call])
+    asked, answer = HumanMessage("Remind me."), ToolMessage("ToDo added.", tool_call_id="call_1")
+
+    calling, answered, reply = reply_last([asked, routing, answer])[1:]
+
+    assert (calling.id, calling.text, answered, reply.id, reply.text) == ("run-1-calls", "", answer, "run-1", REPLY)
