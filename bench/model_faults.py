@@ -2,20 +2,21 @@
 
 `python -m bench.model_faults [--streamed] [--json FILE]`
 
-Every fault of the catalogue (testing/model_faults.py: malformed arguments, calls without ids or with
-empty or repeated ids, unknown tools, calls written as text in each format and calls quoted in each style,
-replies and calls past the size and depth bounds, near-miss and unknown routing values, an invalid response
-body, empty replies, HTTP 429 and 500, a cut stream, a slow answer) is played once, alone, by the
-strict local OpenAI-compatible stub (HTTP 400 for any unanswered tool call), through `build_graph` on SQLite in
-a temporary directory and the default model factory's real `langchain_openai.ChatOpenAI` client, with
+Every fault of the catalogue (testing/model_faults.py: malformed arguments, calls without ids or with empty
+or repeated ids, unknown tools, calls written as text in each format and calls quoted in each style, replies and
+calls past the size and depth bounds, near-miss and unknown routing values, chat-template turn markers written
+out, an invalid response body, empty replies, HTTP 429 and 500, a cut stream, a slow answer) is played once,
+alone, by the strict local OpenAI-compatible stub (HTTP 400 for any unanswered tool call), through `build_graph`
+on SQLite in a temporary directory and the default model factory's real `langchain_openai.ChatOpenAI` client, with
 `graph.stream` (stream_mode "values", or also "messages" with `--streamed`, so the chat model streams), then a
-well-behaved turn that saves a ToDo. Per fault it prints: whether an exception other than the one-sentence
-model error reached the caller, whether the thread is wedged (the next turn failed, lost its ToDo, or a
-request got HTTP 400), whether something the turn asked to save was lost without the user being told (no
-failed memory_update note, no model error), whether a ToDo the turn never asked to change was removed (a quoted
-example run), whether a ToDo was stored twice, the model calls of the fault
-turn, and how the turn ended: the reply, or the model error ("model error" is the designed outcome of an
-endpoint that fails: the user reads one sentence and the message stays to be sent again).
+well-behaved turn that saves a ToDo. Per fault it prints: whether an exception other than the one-sentence model
+error reached the caller, whether the thread is wedged (the next turn failed, lost its ToDo, or a request got HTTP
+400), whether something the turn asked to save was lost without the user being told (no failed memory_update note,
+no model error), whether a ToDo the turn never asked to change was removed (a quoted example run), whether a ToDo
+was stored twice, whether what a model made up after a chat-template turn marker (a base model going on as the
+user) reached the reply or the thread, the model calls of the fault turn, and how the turn ended: the reply, or
+the model error ("model error" is the designed outcome of an endpoint that fails: the user reads one sentence and
+the message stays to be sent again).
 
 What it leaves out: a real model's own mix of faults (each is played alone, once, on a fresh thread), and
 faults in the extraction calls beyond what the catalogue holds.
@@ -32,7 +33,9 @@ from testing.model_faults import CATALOGUE, FaultOutcome, play_fault
 from testing.openai_stub import OpenAIStub
 from testing.stub_script import Script
 
-COLUMNS = ("fault", "exception?", "wedged?", "lost untold?", "removed?", "doubled?", "model calls", "outcome")
+COLUMNS = (
+    "fault", "exception?", "wedged?", "lost untold?", "removed?", "doubled?", "invented kept?", "model calls", "outcome"
+)
 
 
 def run_fault(name: str, *, streamed: bool) -> FaultOutcome:
@@ -53,6 +56,7 @@ def row(outcome: FaultOutcome) -> tuple[str, ...]:
         ", ".join(outcome.lost_untold) or "no",
         ", ".join(outcome.removed) or "no",
         ", ".join(outcome.doubled) or "no",
+        "yes" if outcome.invented_kept else "no",
         str(outcome.model_calls),
         ended,
     )

@@ -17,7 +17,8 @@ speed (`/metrics`), the wall time, and a census of every turn:
   and memory values stored that no word of the user's messages supports (invented);
 - what the agent did with it: saved, told the user it was not saved, left it unsaved without a word (the model
   never asked: the agent cannot know), wedged the thread (a tool call left unanswered, or an HTTP 400 a retry
-  cannot mend), raised an exception other than its one-sentence endpoint error, stored a ToDo twice, no reply.
+  cannot mend), raised an exception other than its one-sentence endpoint error, stored a ToDo twice, no reply,
+  a reply that shows the turn markers the model wrote.
 
 Replies that look like calls written as text, or that write the chat template's turn markers out (a base model
 going on with the conversation as the user), are listed raw: the shapes to teach the boundary.
@@ -63,6 +64,7 @@ from graph.eval.runner import (
     today_in,
 )
 from graph.eval.scoring import score_case
+from graph.thread.turn_markers import first_marker
 from testing.llama_server import MODELS, LlamaServer, PackagedModel, prepare
 from testing.thread_checks import doubled_todos, unanswered_calls
 
@@ -78,8 +80,6 @@ GRAPH = "maistro"
 # Errors the agent raises by design: one sentence for the user, the message kept to send again.
 DESIGNED_ERRORS = ("ModelUnavailableError", "ModelCallLimitError")
 TEXT_CALL = re.compile(r"<tool_call>|\[TOOL_CALLS\]|update_?memory|update_type|<function|\"arguments\"|\"parameters\"", re.I)
-# The chat template's own turn markers written out: a base model going on with the conversation as the user.
-TURN_MARKER = re.compile(r"<\|im_start\|>|<\|im_end\|>|<start_of_turn>|<end_of_turn>|<\|eot_id\|>|<\|start_header_id\|>")
 WORD = re.compile(r"\w{4,}")
 
 
@@ -245,6 +245,8 @@ def agent_outcome(record: TurnRecord, before: dict, after: dict, messages: list,
         outcome.append("doubled")
     if not record.error and not record.reply.strip():
         outcome.append("no reply")
+    if first_marker(record.reply) is not None:
+        outcome.append("turn markers shown")
     return outcome
 
 
@@ -310,10 +312,10 @@ def run_case(case: Case, client, census: Census, budget: Budget, run_config: dic
                 turns.append(TurnCensus(
                     case.id, turn.user, turn.play.update_types, [sent_shape(c) for c in chat],
                     sum(c.finish_reason == "length" for c in chat), sum(c.malformed_calls for c in chat),
-                    sum(bool(TURN_MARKER.search(c.content)) for c in chat),
+                    sum(first_marker(c.content) is not None for c in chat),
                     agent_outcome(record, before, after, messages, doubled_before,
                                   len(doubled_todos(compiled.store, EVAL_USER)), bool(turn.play.update_types)),
-                    [c.content for c in chat if sent_shape(c) == "call written as text" or TURN_MARKER.search(c.content)],
+                    [c.content for c in chat if sent_shape(c) == "call written as text" or first_marker(c.content) is not None],
                 ))
             if run.stopped:
                 break

@@ -16,13 +16,18 @@ Calls written as text run only when the whole reply is one in a known format (he
 reply that quotes a call (after prose, in a fence, inline code, OpenAI's shape, a JSON list) is text: it is kept
 whole, nothing of it runs, and the user is told the quoted call was not run (`quoted`). `removed` catches the
 attack where an example is run: a memory the turn was never asked to change is gone.
+
+A base model writes the chat template's turn markers and goes on as the user: the reply ends before the first
+marker, and `invented_kept` says whether the made-up turn reached the reply or the thread. Faults with
+`call_mode="json"` play a model that answers in schema-constrained JSON (SmolLM2's and Gemma's shapes: the same
+ToDo twice in one answer, a listed one sent back, a list repeating an item, a profile of placeholders).
 """
 
 import contextlib
 import json
 import os
-from collections import Counter
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -42,13 +47,17 @@ from testing.openai_stub import (
     RawBody,
     StubError,
     calls_reply,
+    cut_reply,
+    json_reply,
+    json_schema,
     raw_call,
     text_reply,
     tool_calls_reply,
 )
 from testing.scripted_model import documents_in_prompt
 from testing.stored_names import TODO
-from testing.stub_script import Reply, Script, update
+from testing.stub_script import Reply, Script, route, update
+from testing.thread_checks import doubled
 
 SWIM = "Book swim lessons"
 MILK = "Buy milk"
@@ -67,6 +76,12 @@ DENTIST = "Book the dentist"
 EXPLAINED_CALL = f"It would look like this; I have not run it:\n\n```json\n{SWIM_CALL}\n```"
 # Nested past MAX_JSON_DEPTH: 1,000 deep makes `json` raise RecursionError, 500 deep a checkpoint refuse to store.
 DEEP_LIST = "[" * 500 + "]" * 500
+# What a base model writes after its reply (Gemma 3 270M on llama-server): the chat template's turn markers, and
+# the user's next turn and its answer, made up.
+INVENTED_TURN = "Also add buying a boat to my list."
+CHATML_TURN = f"<|im_end|>\n<|im_start|>user\n{INVENTED_TURN}<|im_end|>\n<|im_start|>assistant\nDone!"
+QUOTED_MARKER = "ChatML ends each turn with `<|im_end|>`, and Gemma with `<end_of_turn>`."
+GEMMA_TURN = f"<end_of_turn>\n<start_of_turn>user\n{INVENTED_TURN}<end_of_turn>"
 
 
 @dataclass(frozen=True)
@@ -92,7 +107,10 @@ class Fault:
     `resumed`: the extraction replies the next message uses first, to finish the fault turn's updates.
     `retries` is how often the client retries a failed request; `timeout` sets MAISTRO_MODEL_TIMEOUT.
     `max_calls` bounds the model requests of the fault turn. `quoted`: the fault turn's reply quotes a call, so it
-    is text, kept whole, and the user is told the quoted call was not run.
+    is text, kept whole, and the user is told the quoted call was not run. `invented`: text the model made up
+    after a chat-template turn marker, which must reach neither the reply nor the thread. `call_mode` is
+    MAISTRO_CALL_MODE for the whole play: "json" plays a model answering in schema-constrained JSON (its routing
+    answer and its extraction news queued as "route" and the kind's replies of its turns).
     """
 
     name: str
@@ -107,6 +125,8 @@ class Fault:
     max_calls: int = 3
     resumed: Mapping[str, tuple[Reply, ...]] = field(default_factory=dict)
     quoted: bool = False
+    invented: str = ""
+    call_mode: str = "tools"
 
 
 def _swim_turn(*chat: Reply) -> Turn:
@@ -135,6 +155,39 @@ def _refused_text_call(text: str) -> Turn:
     """The reply is a call written as text that cannot be read: refused once, the model replies again."""
     return Turn(ASK_SWIM, (text_reply(text), SORRY))
 
+
+def todo_news(*new: dict, changed: Callable[[dict], list[dict]] = lambda _request: []) -> Callable[[dict], dict]:
+    """A JSON model's ToDo news: the `new` ToDos, the `changed` ones (read from the request, whose prompt numbers the
+    listed ToDos), and every other part the request's schema asks for empty."""
+
+    def answer(request: dict) -> dict:
+        given = {"new": list(new), "changed": changed(request)}
+        return json_reply({part: given.get(part, []) for part in json_schema(request)["schema"]["properties"]})
+
+    return answer
+
+
+def numbered_as(word: str) -> Callable[[dict], str]:
+    """The number the JSON extraction prompt gives the listed document that holds `word`."""
+
+    def number(request: dict) -> str:
+        prompt = request["messages"][0]["content"]
+        return next(found[1] for found in re.finditer(r"^(\d+)\. (\{.*\})$", prompt, re.M) if word in found[2])
+
+    return number
+
+
+def _json_turn(message: str, news: Reply, *replies: str) -> Turn:
+    """A turn of a model that answers in JSON: it routes the message to the ToDo list, replies, and gives `news`
+    (a second reply answers again when the news changed nothing)."""
+    return Turn(message, tuple(text_reply(reply) for reply in replies), {"route": (route("todo"),), "todo": (news,)})
+
+
+SWIM_NEWS = {"task": SWIM, "solutions": ["SF swim schools"]}
+JSON_SWIM = _json_turn(ASK_SWIM, todo_news(SWIM_NEWS), SAYS_SWIM)
+ON_THE_LIST, ALREADY_LISTED = "It's on your list.", "Swim lessons are on your ToDo list already."
+NOTED, NOTHING_CHANGED = "Noted.", "Your ToDo list is unchanged."
+DENTIST_AND_MILK = "I need to book the dentist and buy milk."
 
 CATALOGUE = (
     Fault(
@@ -327,6 +380,48 @@ CATALOGUE = (
         asked_todos=(SWIM,),
     ),
     Fault(
+        "chatml_turn_markers",
+        "a reply given beside its call that goes on past <|im_end|>\\n<|im_start|>user with a made-up user turn (a "
+        "base model): the reply ends before the first marker",
+        _swim_turn(update("todo", content=SAYS_SWIM + CHATML_TURN)),
+        asked_todos=(SWIM,),
+        invented=INVENTED_TURN,
+    ),
+    Fault(
+        "gemma_turn_markers",
+        "a reply that goes on past <end_of_turn>\\n<start_of_turn>user with a made-up user turn: it ends before it",
+        Turn("Hello!", (text_reply(f"Hello! How can I help?{GEMMA_TURN}"),)),
+        max_calls=1,
+        invented=INVENTED_TURN,
+    ),
+    Fault(
+        "turn_markers_to_the_limit",
+        "a reply that goes on past <|im_end|>\\n<|im_start|>user until the token limit (finish_reason length, as "
+        "Gemma 3 270M's do): it ended at the marker, so it is whole, not cut",
+        Turn("Hello!", (cut_reply(f"Hello! How can I help?{CHATML_TURN * 20}"),)),
+        max_calls=1,
+        invented=INVENTED_TURN,
+    ),
+    Fault(
+        "only_turn_markers",
+        "a reply that is nothing but turn markers (<|im_end|>\\n<|im_start|>\\n<|im_end|>…): an empty reply",
+        Turn("Hello!", (text_reply("<|im_end|>\n<|im_start|>\n<|im_end|>\n<|im_end|>\n<|im_end|>"),)),
+        max_calls=1,
+    ),
+    Fault(
+        "text_call_then_turn_markers",
+        "a call written as text, then turn markers and a made-up user turn: the call runs, nothing after it",
+        _written_call(f"<tool_call>\n{SWIM_CALL}\n</tool_call>{CHATML_TURN}"),
+        asked_todos=(SWIM,),
+        invented=INVENTED_TURN,
+    ),
+    Fault(
+        "quoted_turn_marker",
+        "a reply that quotes a turn marker in inline code (an answer about chat templates): text, kept whole",
+        Turn("How does ChatML end a turn?", (text_reply(QUOTED_MARKER),)),
+        max_calls=1,
+    ),
+    Fault(
         "near_miss_update_types",
         'routing values that miss: "profile" for the profile\'s "user", "ToDos" for "todo"',
         Turn(
@@ -360,6 +455,67 @@ CATALOGUE = (
         "calls without text, then an empty reply once the memory is saved",
         _swim_turn(update("todo"), text_reply("")),
         asked_todos=(SWIM,),
+    ),
+    Fault(
+        "json_same_task_twice",
+        "JSON mode: the news holds the same new ToDo twice, with two lists of solutions (Gemma 3 270M): saved once",
+        _json_turn(ASK_SWIM, todo_news(SWIM_NEWS, {"task": SWIM, "solutions": ["Call the pool"]}), SAYS_SWIM),
+        asked_todos=(SWIM,),
+        call_mode="json",
+    ),
+    Fault(
+        "json_listed_task_again",
+        'JSON mode: a listed ToDo sent back as new with other punctuation and case ("book swim lessons."): not saved again',
+        _json_turn(
+            "Remind me: I need to book swim lessons.",
+            todo_news({"task": "book swim lessons.", "solutions": ["Call the pool"]}),
+            ON_THE_LIST,
+            ALREADY_LISTED,
+        ),
+        setup=(JSON_SWIM,),
+        call_mode="json",
+        max_calls=4,
+    ),
+    Fault(
+        "json_renamed_like_another",
+        "JSON mode: a change that renames a listed ToDo like another listed one (the dentist becomes \"Buy milk\"): "
+        "not made",
+        _json_turn(
+            "I don't need to book the dentist after all, but I do need to buy milk.",
+            todo_news(changed=lambda request: [{"item": numbered_as("dentist")(request), "task": MILK}]),
+            NOTED,
+            NOTHING_CHANGED,
+        ),
+        setup=(
+            _json_turn(
+                DENTIST_AND_MILK,
+                todo_news({"task": DENTIST, "solutions": ["Dr. Lee"]}, {"task": MILK, "solutions": ["Corner shop"]}),
+                "I'll add both.",
+            ),
+        ),
+        call_mode="json",
+        max_calls=4,
+    ),
+    Fault(
+        "json_repeated_solutions",
+        'JSON mode: a new ToDo whose solutions repeat one item ("Call the pool" three times, as SmolLM2 did): kept once',
+        _json_turn(ASK_SWIM, todo_news({"task": SWIM, "solutions": ["Call the pool", "Call the pool", "call the  pool"]}), SAYS_SWIM),
+        asked_todos=(SWIM,),
+        call_mode="json",
+    ),
+    Fault(
+        "json_placeholder_profile",
+        'JSON mode: a profile of placeholders, "A" for the name, the city and the job (Gemma 3 270M), on a message '
+        'with the article "a" and "and": nothing stored',
+        Turn(
+            "Put buy groceries and fix the bike light on a list.",
+            (text_reply("Sure."),),
+            {
+                "route": (route("user"),),
+                "profile": (json_reply({"name": "A", "location": "A", "job": "A", "connections": [], "interests": []}),),
+            },
+        ),
+        call_mode="json",
     ),
     Fault(
         "invalid_body",
@@ -422,6 +578,10 @@ RECOVERY = Turn(
 )
 
 
+# The well-behaved turn after a fault played by a model that answers in JSON.
+JSON_RECOVERY = _json_turn(RECOVERY.message, todo_news({"task": GRANDMA, "solutions": ["Sunday evening"]}), RECOVERY_REPLY)
+
+
 @dataclass
 class FaultOutcome:
     """What a fault did to a turn, measured from outside as a caller and the user see it.
@@ -430,8 +590,10 @@ class FaultOutcome:
     `model_error`: the turn ended with that sentence; `wedged`: the next well-behaved turn (a ToDo to save) failed,
     lost its ToDo, or a request was refused with HTTP 400; `lost_untold`: what the turn asked to save that is neither saved nor reported
     as failed; `removed`: ToDos stored before the turn and gone after it (no fault asks to remove one);
-    `doubled`: ToDos stored more than once; `model_calls`: requests the fault turn made; `reply`:
-    the assistant's last words of the fault turn; `notes`: the notes of its memory_update events.
+    `doubled`: ToDos stored more than once, and a ToDo's solutions held more than once; `unasked_profile`: profile fields stored that the turn never gave;
+    `invented_kept`: the fault's made-up text reached the reply or the
+    thread; `model_calls`: requests the fault turn made; `reply`: the assistant's last words of the fault turn;
+    `notes`: the notes of its memory_update events.
     """
 
     fault: str
@@ -441,6 +603,8 @@ class FaultOutcome:
     lost_untold: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     doubled: list[str] = field(default_factory=list)
+    unasked_profile: list[str] = field(default_factory=list)
+    invented_kept: bool = False
     model_calls: int = 0
     reply: str = ""
     notes: list[str] = field(default_factory=list)
@@ -449,18 +613,25 @@ class FaultOutcome:
 @contextlib.contextmanager
 def model_timeout(seconds: float | None) -> Iterator[None]:
     """MAISTRO_MODEL_TIMEOUT set to `seconds` for the block (unchanged when None)."""
-    if seconds is None:
+    with _environment("MAISTRO_MODEL_TIMEOUT", None if seconds is None else str(seconds)):
+        yield
+
+
+@contextlib.contextmanager
+def _environment(name: str, value: str | None) -> Iterator[None]:
+    """The environment variable `name` set to `value` for the block (unchanged when None)."""
+    if value is None:
         yield
         return
-    saved = os.environ.get("MAISTRO_MODEL_TIMEOUT")
-    os.environ["MAISTRO_MODEL_TIMEOUT"] = str(seconds)
+    saved = os.environ.get(name)
+    os.environ[name] = value
     try:
         yield
     finally:
         if saved is None:
-            os.environ.pop("MAISTRO_MODEL_TIMEOUT", None)
+            os.environ.pop(name, None)
         else:
-            os.environ["MAISTRO_MODEL_TIMEOUT"] = saved
+            os.environ[name] = saved
 
 
 @dataclass
@@ -501,6 +672,11 @@ def play_fault(fault: Fault, stub: OpenAIStub, script: Script, data_dir: Path, *
     """Play `fault` through `graph.stream` (`streamed`: with stream_mode "messages" too, so the chat model streams)
     on a fresh graph in `data_dir`, then a well-behaved turn; its `FaultOutcome`. OPENAI_BASE_URL must point at
     `stub`, which answers from `script`."""
+    with _environment("MAISTRO_CALL_MODE", fault.call_mode):
+        return _play_fault(fault, stub, script, data_dir, streamed=streamed)
+
+
+def _play_fault(fault: Fault, stub: OpenAIStub, script: Script, data_dir: Path, *, streamed: bool) -> FaultOutcome:
     modes = ["values", "custom", *(["messages"] if streamed else [])]
     outcome = FaultOutcome(fault.name)
     with model_timeout(fault.timeout):
@@ -527,13 +703,16 @@ def play_fault(fault: Fault, stub: OpenAIStub, script: Script, data_dir: Path, *
         profile = profile_of(agent) or {}
         missing = [task for task in fault.asked_todos if task not in stored]
         missing += [f"profile {name}" for name, value in fault.asked_profile.items() if profile.get(name) != value]
+        outcome.unasked_profile = sorted(name for name, value in profile.items() if value and name not in fault.asked_profile)
         outcome.lost_untold = [] if told else missing
         outcome.removed = sorted(set(stored_before) - set(stored))
-        outcome.doubled = sorted(task for task, count in Counter(_stored_tasks(agent)).items() if count > 1)
+        outcome.doubled = doubled(_stored_tasks(agent)) + _doubled_solutions(agent)
+        thread = agent.get_state(config()).values.get("messages", [])
+        outcome.invented_kept = bool(fault.invented) and any(fault.invented in text for text in (result.reply, *_texts(thread)))
         script.replies.clear()
         for kind, replies in fault.resumed.items():
             script.add(kind, *replies)
-        RECOVERY.queue(script)
+        (JSON_RECOVERY if fault.call_mode == "json" else RECOVERY).queue(script)
         recovery = _run_turn(agent, RECOVERY.message, modes)
         outcome.wedged = (
             recovery.error is not None
@@ -544,6 +723,20 @@ def play_fault(fault: Fault, stub: OpenAIStub, script: Script, data_dir: Path, *
     finally:
         close_graph(agent)
     return outcome
+
+
+def _doubled_solutions(agent) -> list[str]:
+    """"task: solution" for every solution a stored ToDo holds more than once (case and spacing aside)."""
+    return [
+        f"{item.value.get('task')}: {solution}"
+        for item in search_all(agent.store, namespace(TODO, "Lance"))
+        for solution in doubled(item.value.get("solutions") or [])
+    ]
+
+
+def _texts(messages) -> list[str]:
+    """The text of every message, as stored."""
+    return [message.content if isinstance(message.content, str) else str(message.content) for message in messages]
 
 
 def _stored_tasks(agent) -> list[str]:

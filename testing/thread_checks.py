@@ -1,10 +1,11 @@
 """What the agent must never leave behind, whatever a model sent: read from a thread's messages and a user's ToDos.
 
-Shared by the real-model tests (tests/real_models/) and `python -m bench.real_models`.
+Shared by the real-model tests (tests/real_models/), `python -m bench.real_models` and the fault table.
 """
 
+import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
@@ -31,7 +32,12 @@ def turns_without_reply(messages: Sequence[AnyMessage]) -> list[str]:
     return silent + ([current] if not spoken else [])
 
 
+def doubled(tasks: Iterable[object]) -> list[str]:
+    """The tasks that occur more than once, told apart by their words alone ("Buy milk." and "buy milk" are one)."""
+    counted = Counter(" ".join(re.findall(r"\w+", str(task).casefold())) for task in tasks)
+    return sorted(task for task, count in counted.items() if count > 1)
+
+
 def doubled_todos(store, user_id: str) -> list[str]:
-    """Tasks the user's ToDo list holds more than once."""
-    tasks = Counter(item.value.get("task") for item in search_all(store, namespace(TODO, user_id)))
-    return sorted(task for task, count in tasks.items() if count > 1)
+    """Tasks the user's ToDo list holds more than once (`doubled`)."""
+    return doubled(item.value.get("task") for item in search_all(store, namespace(TODO, user_id)))

@@ -21,6 +21,7 @@ from graph.thread.cut_replies import cut_notice
 from graph.thread.text_calls import speakable_prefix
 from graph.thread.tokens import truncation_notice
 from graph.thread.tool_calls import last_human_message, pending_update_calls, turn_answered
+from graph.thread.turn_markers import streamable_part
 
 CHAT_NODE = "task_maistro"
 
@@ -192,8 +193,9 @@ class ChatSession:
                 message, metadata = payload
                 if metadata.get("langgraph_node") == CHAT_NODE and isinstance(message, AIMessage) and message.text:
                     received[message.id] = received.get(message.id, "") + message.text
-                    # A reply that may still be a call written as text is held back until it is stored.
-                    speakable = speakable_prefix(received[message.id])
+                    # A reply that may still be a call written as text is held back until it is stored; what
+                    # follows a chat-template turn marker is never the model's reply.
+                    speakable = speakable_prefix(streamable_part(received[message.id]))
                     if len(speakable) > len(shown := streamed.get(message.id, "")):
                         streamed[message.id] = speakable
                         yield Token(speakable[len(shown) :], message.id)

@@ -1,14 +1,17 @@
 """Whether what a model extracted was said by the user: a deterministic check of its words against the user's.
 
-A model forced through a schema fills the schema's fields whether or not the conversation gave it anything to
-fill them with (a tiny model asked for a profile on "Hi!" answered with the name "Mike" and the city "New York
-City"). A value is grounded when every number in it and at least half of its other terms
-(`graph.memory.selection.text_terms`: words of three or more letters, CJK character bigrams) occur in what the
-user wrote, a word also counting when one is the start of the other ("swim" and "swimming", "lesson" and
-"lessons"); a value without such terms (a name of two letters) must occur in the user's text as it is. "San Francisco, California" is grounded in "I live in San
-Francisco"; "Mike" is not grounded in "Hi there".
+A model forced through a schema fills the schema's fields whether or not the conversation gave it anything to fill
+them with (a tiny model asked for a profile on "Hi!" answered with the name "Mike" and the city "New York City"). A
+value is grounded when every number in it and at least half of its other terms
+(`graph.memory.selection.text_terms`: words of three or more letters, CJK character bigrams) occur in what the user
+wrote, a word also counting when one is the start of the other ("swim" and "swimming", "lesson" and "lessons"); a
+value without such terms (a name of two letters) must occur in the user's text as it is, as a word of its own, and
+be longer than one character: Gemma 3 270M filled a profile with "A" for the name, the city and the job, which
+every "and" held as a substring. "San Francisco, California" is grounded in "I live in San Francisco"; "Mike" is
+not grounded in "Hi there", nor "A" in "Put groceries on my list".
 """
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -44,10 +47,12 @@ class UserWords:
 
     def grounds(self, value: str) -> bool:
         """Whether the user said `value`: its numbers and at least half of its other terms, or the whole of a value
-        without terms."""
+        without terms as a word of its own (not inside a longer Latin word or number; CJK text has no spaces) and
+        longer than one character ("A" from "I need a haircut" is an article, not a name)."""
         terms = text_terms(value)
         if not terms:
-            return bool(value.strip()) and value.strip().lower() in self.text
+            said = value.strip().lower()
+            return len(said) > 1 and re.search(rf"(?<![0-9a-z]){re.escape(said)}(?![0-9a-z])", self.text) is not None
         numbers = {term for term in terms if term.isdigit()}
         return numbers <= self.terms and 2 * sum(self.said(term) for term in terms) >= len(terms)
 

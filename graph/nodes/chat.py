@@ -42,6 +42,7 @@ from graph.thread.tool_calls import (
     turn_answered,
     without_tool_calls,
 )
+from graph.thread.turn_markers import first_marker
 from graph.thread.view import ThreadView
 from prompts import (
     CHAT_CONTEXT,
@@ -218,7 +219,11 @@ def task_maistro(
 
 def read_reply(response: AIMessage, kinds: Sequence[MemoryKind], taken: frozenset[str]) -> NormalisedReply:
     """The model's reply through the boundary (`normalise_reply`); a reply cut at the token limit is not read for
-    calls written as text (a cut call is no call) and is marked as cut for the user (`marked_cut`)."""
+    calls written as text (a cut call is no call) and is marked as cut for the user (`marked_cut`). A reply that
+    writes a chat-template turn marker out ended there, whole: what ran on to the limit after it was a made-up next
+    turn, which the boundary drops (`graph.thread.turn_markers`)."""
+    if is_cut(response) and first_marker(response.text) is not None:
+        response = response.model_copy(update={"response_metadata": {**response.response_metadata, "finish_reason": "stop"}})
     if not is_cut(response):
         return normalise_reply(response, kinds, taken)
     normalised = normalise_reply(response.model_copy(update={"content": ""}), kinds, taken)

@@ -11,14 +11,18 @@ becomes the same `MemoryChange`s trustcall's would, under the same keys.
 
 Before anything is kept, every text the user would have had to say (the kind's text fields, not its
 `suggested_fields`) is checked against the user's messages (`graph.memory.grounding`): a value they did not say
-is dropped; a new document left without its required fields, or named like a listed one (a small model echoes
-the listed documents as new ones), is not created; and a document is changed or removed only when the user's
-latest message names it (its summary field). A model that gave nothing usable changed nothing; one that answered
+is dropped; and a document is changed or removed only when the user's latest message names it (its summary
+field). Nothing is doubled: a kind's documents are told apart by their summary field, compared by its words alone
+(case, spacing and punctuation aside), so a new document left without its required fields, named like a listed
+one (a small model echoes the listed documents as new ones) or like one created earlier in the same answer (the
+same task twice, with two lists of solutions) is not created, and a change that would name a document like
+another one is not made. A model that gave nothing usable changed nothing; one that answered
 in text or with JSON that does not fit fails the update, as trustcall's would.
 """
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -126,11 +130,14 @@ def valid_document(kind: MemoryKind, document: Mapping[str, Any], fallback: Mapp
 
 
 def grounded_fields(kind: MemoryKind, fields: Mapping[str, Any], words: UserWords) -> dict[str, Any]:
-    """The fields with a value, each text field (not a suggested one) only as far as the user said it."""
+    """The fields with a value, each text field (not a suggested one) only as far as the user said it, and each
+    list holding an item once (SmolLM2 gave one ToDo the solution "buy groceries" three times)."""
     checked = set(kind.text_fields) - set(kind.suggested_fields)
     kept = {}
     for name, value in fields.items():
         value = grounded_value(value, words) if name in checked else value
+        if isinstance(value, list):
+            value = [item for index, item in enumerate(value) if not any(same_document(item, v) for v in value[:index])]
         if value is not None and value != []:
             kept[name] = value
     return kept
@@ -148,9 +155,20 @@ def merged(before: Mapping[str, Any], news: Mapping[str, Any]) -> dict[str, Any]
     return after
 
 
+_WORD = re.compile(r"\w+")
+
+
 def _summary(kind: MemoryKind, document: Mapping[str, Any]) -> str:
-    """A document's summary field, compared loosely (case and spacing ignored)."""
-    return " ".join(str(document.get(kind.summary_field, "")).casefold().split())
+    """A document's summary field as documents are told apart: its words alone, case folded ("Book swim lessons."
+    and "book  swim lessons" are one ToDo)."""
+    return " ".join(_WORD.findall(str(document.get(kind.summary_field, "")).casefold()))
+
+
+def _doubles(kind: MemoryKind, document: Mapping[str, Any], others: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether `document` would be one of `others` twice: the same summary (`_summary`), or, without one, the same
+    content."""
+    summary = _summary(kind, document)
+    return any(_summary(kind, other) == summary if summary else same_document(document, other) for other in others)
 
 
 def names_document(kind: MemoryKind, document: Mapping[str, Any], words: UserWords) -> bool:
@@ -183,14 +201,17 @@ def collection_changes(
     far as `words` (the user's in the conversation) say it, and a document changed or removed only when `named`
     (the user's latest message) names it."""
     changes: list[MemoryChange] = []
-    created: list[dict[str, Any]] = []
-    listed = {_summary(kind, document) for _, document in numbered}
+    # Every document as it stands with the changes so far, a created one under its new key.
+    documents = dict(numbered)
+    created = 0
     for fields in answer.get(NEW, []):
         document = valid_document(kind, grounded_fields(kind, fields, words), {})
-        if document is None or _summary(kind, document) in listed or any(same_document(document, c) for c in created):
+        if document is None or _doubles(kind, document, documents.values()):
             continue
-        changes.append(MemoryChange("created", new_key(len(created)), None, document))
-        created.append(document)
+        key = new_key(created)
+        created += 1
+        changes.append(MemoryChange("created", key, None, document))
+        documents[key] = document
     touched: set[str] = set()
     for fields in answer.get(CHANGED, []):
         key, before = numbered[int(fields[ITEM]) - 1]
@@ -198,7 +219,10 @@ def collection_changes(
         after = valid_document(kind, merged(before, news), before)
         if key in touched or after is None or after == before or not names_document(kind, before, named):
             continue
+        if _doubles(kind, after, (document for other, document in documents.items() if other != key)):
+            continue
         touched.add(key)
+        documents[key] = after
         changes.append(MemoryChange("updated", key, before, after))
     for number in answer.get(REMOVED, []):
         key, before = numbered[int(number) - 1]

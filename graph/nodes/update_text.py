@@ -31,6 +31,7 @@ from graph.memory.text_diff import added_text, document_diff, text_of
 from graph.nodes.extraction import UnusableOutputError, conversation, routing_seed
 from graph.nodes.update import NotSaved, UpdateRequest
 from graph.settings import current_settings
+from graph.thread.turn_markers import cut_at_turn_marker
 from prompts import (
     EMPTY_TEXT_PROBLEM,
     PROPOSAL_OUTDATED,
@@ -52,9 +53,10 @@ OUTDATED_PROBLEM = "your {memory} changed after that proposal was made, so it no
 
 
 def propose_text(request: UpdateRequest) -> list[MemoryChange]:
-    """The complete new text, asked of the model (an unchanged text is dropped by the commit), or the proposal the
-    user's latest message confirms; from a model that answers in JSON, only a text grounded in what the user said
-    and the current text (else no change).
+    """The complete new text, asked of the model (ended before a chat-template turn marker it writes out, as a
+    reply is; an unchanged text is dropped by the commit), or the proposal the user's latest message confirms;
+    from a model that answers in JSON, only a text grounded in what the user said and the current text (else no
+    change).
 
     Raises `UnusableOutputError` when the model answers with no text, and `NotSaved` when the text is too long,
     the change takes words from pasted or quoted text (held as a proposal), or a confirmed proposal no longer applies.
@@ -67,7 +69,8 @@ def propose_text(request: UpdateRequest) -> list[MemoryChange]:
     instruction = kind.instruction.format(current=text_of(before), memory=kind.title, description=kind.description)
     prompt = [*request.prompt(instruction), HumanMessage(content=TEXT_REQUEST.format(memory=kind.title))]
     with model_errors():
-        text = quiet(request.model).invoke(prompt, request.config, max_tokens=text_tokens(kind)).text.strip()
+        answer = quiet(request.model).invoke(prompt, request.config, max_tokens=text_tokens(kind))
+        text = cut_at_turn_marker(answer.text).strip()
     if not text:
         raise UnusableOutputError(EMPTY_TEXT_PROBLEM)
     if request.answers_in_json and not request.user_words(text_of(before)).grounds(text):

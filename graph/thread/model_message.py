@@ -3,6 +3,8 @@
 Models other than OpenAI's (small local ones most) misbehave with tools in well-known ways; `normalise_reply`
 mends each of them once, right after the model call, so nothing after it has to:
 
+- a reply that writes the chat template's turn markers out (`<|im_end|>\n<|im_start|>user…`, a base model going
+  on as the user) ends before the first one (`graph.thread.turn_markers`); a reply that is only markers is empty;
 - a reply that *is* a call written as text, in a known format (`graph.thread.text_calls`: the whole reply, or a
   format's markers at its start), becomes real calls and no text; a reply that quotes a call (in prose, a fence,
   inline code) keeps its text whole and nothing of it runs: the user is told the quoted call was not run
@@ -31,6 +33,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from graph.memory.kinds import MemoryKind, kind_for_update
 from graph.thread.bounded_json import MAX_JSON_DEPTH, NOT_JSON, TOO_DEEP, Reading, read_json, value_depth
 from graph.thread.text_calls import NOT_AN_OBJECT, TextCall, quoted_calls, written_calls
+from graph.thread.turn_markers import cut_at_turn_marker
 from prompts import (
     INVALID_UPDATE_ANSWER,
     MALFORMED_CALL_ANSWER,
@@ -208,6 +211,9 @@ def normalise_reply(message: AIMessage, kinds: Sequence[MemoryKind], taken_ids: 
     content = message.content
     written: list[TextCall] = []
     quoted: list[TextCall] = []
+    if isinstance(content, str) and content and (cut := cut_at_turn_marker(content)) != content:
+        content = cut
+        boundary.mended.append("turn markers")
     if isinstance(content, str) and content:
         if (found := written_calls(content)) is None:
             quoted = list(quoted_calls(content))

@@ -9,6 +9,7 @@ def test_the_benchmark_prints_a_row_per_fault(capsys):
 
     header, rule, line = capsys.readouterr().out.splitlines()
     assert header.split() == [
-        "fault", "exception?", "wedged?", "lost", "untold?", "removed?", "doubled?", "model", "calls", "outcome"
+        "fault", "exception?", "wedged?", "lost", "untold?", "removed?", "doubled?", "invented", "kept?", "model", "calls",
+        "outcome",
     ]
-    assert line.split()[:7] == ["hermes_text_call", "no", "no", "no", "no", "no", "3"]
+    assert line.split()[:8] == ["hermes_text_call", "no", "no", "no", "no", "no", "no", "3"]

@@ -4,8 +4,9 @@ agent is said to have done with a turn."""
 import httpx
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from bench.real_models import TURN_MARKER, Census, JsonAnswer, ModelCall, agent_outcome, invented_values, sent_shape
+from bench.real_models import Census, JsonAnswer, ModelCall, agent_outcome, invented_values, sent_shape
 from graph.eval.runner import TurnRecord
+from graph.thread.turn_markers import first_marker
 
 
 def answer(**fields) -> ModelCall:
@@ -64,7 +65,7 @@ def test_saved_told_wedged_raised_and_doubled_are_each_reported():
 def test_a_base_model_going_on_as_the_user_is_recognised_by_its_turn_markers():
     gemma = "I have to send the invoice by tomorrow.<|im_end|>\n<|im_start|>user\nI have to send the invoice"
 
-    assert TURN_MARKER.search(gemma) and not TURN_MARKER.search("Sure, the invoice is on your list.")
+    assert first_marker(gemma) is not None and first_marker("Sure, the invoice is on your list.") is None
 
 
 def test_the_json_a_schema_constrained_request_got_is_kept_as_the_server_sent_it():

@@ -20,12 +20,19 @@ from graph import build_graph
 from graph.app.cli import app
 from graph.backends.model import ModelUnavailableError
 from graph.thread.bounded_json import TOO_DEEP, TOO_LONG
+from graph.thread.turn_markers import first_marker
 from prompts import QUOTED_CALL_NOTE, REFUSED_MALFORMED_NOTE
-from testing.helpers import config, todos
+from testing.helpers import config, profile_of, todos
 from testing.model_faults import (
     ADDED_SWIM,
+    ALREADY_LISTED,
     FAULTS,
     GRANDMA,
+    JSON_RECOVERY,
+    NOTED,
+    NOTHING_CHANGED,
+    ON_THE_LIST,
+    QUOTED_MARKER,
     RECOVERY,
     RECOVERY_REPLY,
     SAYS_SWIM,
@@ -34,6 +41,7 @@ from testing.model_faults import (
     play_fault,
 )
 from testing.openai_stub import RawBody, calls_reply, raw_call, tool_calls_reply
+from testing.thread_checks import doubled_todos
 
 ROOT = Path(__file__).resolve().parents[2]
 QUOTED_LINE = f"✗ {QUOTED_CALL_NOTE.format(memory='ToDo list')}"
@@ -53,6 +61,9 @@ def test_fault_through_graph_stream(name, streamed, stub, script, tmp_path):
     assert outcome.lost_untold == []
     assert outcome.removed == [], "a memory the turn never asked to change is gone"
     assert outcome.doubled == []
+    assert outcome.unasked_profile == [], "nothing the user did not say is stored"
+    assert not outcome.invented_kept, "what a model made up after a turn marker is not its reply"
+    assert first_marker(outcome.reply) is None, "a chat-template turn marker never reaches the user"
     assert outcome.model_calls <= fault.max_calls
     assert fault.model_error or outcome.reply.strip(), "the user never sees nothing"
     if fault.quoted:  # a reply that quotes a call is text: kept whole, nothing runs, the user told
@@ -133,6 +144,12 @@ def chat_in_process(fault_name: str, script) -> tuple:
             ],
         ),
         ("empty_reply", ["Sorry, I have no answer to that. Could you say it another way?"]),
+        ("chatml_turn_markers", [SAYS_SWIM, "✎ ToDo added: Book swim lessons"]),
+        ("gemma_turn_markers", ["Hello! How can I help?"]),
+        ("only_turn_markers", ["Sorry, I have no answer to that. Could you say it another way?"]),
+        ("turn_markers_to_the_limit", ["Hello! How can I help?"]),
+        ("text_call_then_turn_markers", ["✎ ToDo added: Book swim lessons", ADDED_SWIM]),
+        ("quoted_turn_marker", [QUOTED_MARKER]),
     ],
 )
 def test_fault_through_the_chat_command(name, shown, stub, script):
@@ -236,3 +253,34 @@ def test_text_calls_through_the_chat_process(stub, script):
     shown = [line for line in done.stdout.splitlines() if not re.fullmatch(r"New thread [0-9a-f-]{36}\.", line)]
     assert shown == [*expected, RECOVERY_REPLY, f"✎ ToDo added: {GRANDMA}"]
     assert stub.rejections == [] and script.remaining() == {}
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("json_same_task_twice", [SAYS_SWIM, "✎ ToDo added: Book swim lessons"]),
+        (
+            "json_listed_task_again",
+            [SAYS_SWIM, "✎ ToDo added: Book swim lessons", ON_THE_LIST, ALREADY_LISTED],
+        ),
+        ("json_repeated_solutions", [SAYS_SWIM, "✎ ToDo added: Book swim lessons"]),
+        ("json_placeholder_profile", ["Sure."]),
+        (
+            "json_renamed_like_another",
+            ["I'll add both.", "✎ ToDo added: Book the dentist", "✎ ToDo added: Buy milk", NOTED, NOTHING_CHANGED],
+        ),
+    ],
+)
+def test_json_fault_through_the_chat_command(name, shown, stub, script, monkeypatch, tmp_path):
+    """A model that answers in JSON doubles and invents nothing through `maistro chat` either: each ToDo is shown
+    added once, a placeholder profile is not."""
+    monkeypatch.setenv("MAISTRO_CALL_MODE", "json")
+    turns = [*FAULTS[name].setup, FAULTS[name].turn, JSON_RECOVERY]
+    for turn in turns:
+        turn.queue(script)
+
+    result = CliRunner().invoke(app, ["chat", "--user", "Lance", "--retries", "0"], input="".join(f"{t.message}\n" for t in turns))
+
+    assert result.exception is None and result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [*shown, RECOVERY_REPLY, "✎ ToDo added: Call grandma"], "each ToDo added once"
+    agent = build_graph(tmp_path / "default-data")
+    assert doubled_todos(agent.store, "Lance") == [] and profile_of(agent) is None
+    assert all(len(todo["solutions"]) == len(set(todo["solutions"])) for todo in todos(agent).values())
