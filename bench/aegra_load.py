@@ -47,10 +47,11 @@ from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 from graph.memory.store import user_label
+from graph.state import AGENT_NAME
 from testing import postgres_server
 from testing.aegra_server import aegra_instances, redis_server
 from testing.chore_endpoint import ADD, ChoreEndpoint
-from testing.langgraph_server import GRAPH_ID, langgraph_dev, token_environment
+from testing.langgraph_server import langgraph_dev, token_environment
 from testing.stored_names import TODO
 
 LONE_TURNS = 5
@@ -111,7 +112,7 @@ class User:
     async def turn(self, number: int, chore: str) -> None:
         """Send `chore` as turn `number` (on instance `number` mod the URLs) and stream the run to its end."""
         parts = self.clients[number % len(self.clients)].runs.stream(
-            self.thread_id, GRAPH_ID, input={"messages": [{"role": "user", "content": f"{ADD}{chore}"}]})
+            self.thread_id, AGENT_NAME, input={"messages": [{"role": "user", "content": f"{ADD}{chore}"}]})
         errors = [part.data async for part in parts if part.event == "error"]
         if errors:
             raise RuntimeError(errors[0])

@@ -24,10 +24,11 @@ from langgraph_sdk import get_client
 
 from bench.aegra_load import model_process, postgres
 from graph.memory.store import user_label
+from graph.state import AGENT_NAME
 from testing import postgres_server
 from testing.aegra_server import aegra_instances
 from testing.chore_endpoint import ADD
-from testing.langgraph_server import GRAPH_ID, token_environment
+from testing.langgraph_server import token_environment
 from testing.stored_names import TODO
 
 USER, TOKEN = "storage-user", "storage-user-token-0123456789"
@@ -56,7 +57,7 @@ async def converse(url: str, turns: int) -> tuple[float, int]:
     thread = await client.threads.create()
     started = time.perf_counter()
     for number in range(turns):
-        parts = client.runs.stream(thread["thread_id"], GRAPH_ID,
+        parts = client.runs.stream(thread["thread_id"], AGENT_NAME,
                                    input={"messages": [{"role": "user", "content": f"{ADD}chore {number}"}]})
         errors = [part.data async for part in parts if part.event == "error"]
         if errors:

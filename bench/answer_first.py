@@ -37,11 +37,11 @@ from pathlib import Path
 from langchain_core.messages import AIMessageChunk, HumanMessage
 
 from graph import build_graph, close_graph
-from graph.app.session import CHAT_NODE
 from graph.backends.model import load_chat_model
 from graph.memory.store import namespace
 from graph.run_context import RunContext
 from graph.settings import REPLY_TIMINGS
+from graph.state import AGENT_NAME
 from testing.chore_endpoint import ADD, MOVED, ChoreEndpoint, Request, model_environment, sequential_requests
 from testing.stored_names import PROFILE, TODO
 
@@ -102,7 +102,7 @@ def stream_turn(agent, endpoint: ChoreEndpoint, turn: str, reply_timing: str, us
     first_token = None
     started = time.perf_counter()
     for message, metadata in agent.stream({"messages": [HumanMessage(text)]}, config, stream_mode="messages"):
-        reply_token = isinstance(message, AIMessageChunk) and message.text and metadata.get("langgraph_node") == CHAT_NODE
+        reply_token = isinstance(message, AIMessageChunk) and message.text and metadata.get("langgraph_node") == AGENT_NAME
         if first_token is None and reply_token:
             first_token = time.perf_counter() - started
     wall = time.perf_counter() - started

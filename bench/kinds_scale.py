@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field
 from bench.run import create_database, database_url, median_ms, play, postgres_admin
 from graph import DEFAULT_MEMORY_KINDS, MemoryKind, build_graph, close_graph
 from graph.memory.store import namespace
+from graph.thread.model_message import UPDATE_TOOL
 from testing.chore_endpoint import ChoreEndpoint, latest_user_line, model_environment, request_documents
 from testing.openai_stub import text_reply, tool_calls_reply, tool_names
 from testing.stub_script import kind_of, update
@@ -61,7 +62,7 @@ class HabitEndpoint(ChoreEndpoint):
     def _reply(self, request: dict) -> tuple[dict, str]:
         kind = kind_of(request)
         line = latest_user_line(request)
-        routes = kind == "chat" and request["messages"][-1]["role"] == "user" and "UpdateMemory" in tool_names(request)
+        routes = kind == "chat" and request["messages"][-1]["role"] == "user" and UPDATE_TOOL in tool_names(request)
         if routes and (ADD_HABIT in line or DID.search(line)):
             return update(HABITS.update_type), kind
         if "Habit" not in tool_names(request):

@@ -23,13 +23,13 @@ from collections.abc import Callable
 from langchain_core.messages import AIMessage
 
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS
-from graph.thread.model_message import normalise_reply
+from graph.thread.model_message import UPDATE_TOOL, normalise_reply
 
 SIZES = (100_000, 200_000, 400_000, 800_000)
 RUNS = 5
 GROWTH_TARGET = 12.0
 SECONDS_TARGET = 1.0
-CALL = json.dumps({"name": "UpdateMemory", "arguments": {"update_type": "todo"}})
+CALL = json.dumps({"name": UPDATE_TOOL, "arguments": {"update_type": "todo"}})
 
 
 def repeated(piece: str) -> Callable[[int], str]:

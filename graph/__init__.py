@@ -1,61 +1,24 @@
 """task-maistro: a LangGraph agent that remembers a user's profile, ToDo list and instructions.
 
-`__all__` is the public API. Its names are imported on first use (`_EXPORTS` says from where), so that
-`import graph.<package>` (the CLI, the server's auth) loads only what it needs; `from graph import build_graph`
-works as usual, and type checkers read the same names from the imports under `TYPE_CHECKING` (the package ships
-`py.typed`). tests/project/test_public_surface.py keeps the three in step.
+`__all__` is the public API, listed once in `__init__.pyi`: type checkers read the names there (the package ships
+`py.typed`), and this module reads the same file into `_EXPORTS` (each name → its module) to import a name on
+first use, so that `import graph.<package>` (the CLI, the server's auth) loads only what it needs;
+`from graph import build_graph` works as usual.
 """
 
+import ast
 import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from graph.agent import build_graph, close_graph, create_builder, open_graph
-    from graph.backends.model import ModelNotConfiguredError, ensure_model_configured, load_chat_model
-    from graph.backends.storage import close_storage, default_data_dir, open_storage, open_store
-    from graph.memory.kinds import DEFAULT_MEMORY_KINDS, MemoryKind
-    from graph.run_context import RunContext
-    from graph.settings import Settings, SettingsError, current_settings
+from pathlib import Path
+from typing import Any
 
 _EXPORTS = {
-    "build_graph": "graph.agent",
-    "close_graph": "graph.agent",
-    "create_builder": "graph.agent",
-    "open_graph": "graph.agent",
-    "RunContext": "graph.run_context",
-    "DEFAULT_MEMORY_KINDS": "graph.memory.kinds",
-    "MemoryKind": "graph.memory.kinds",
-    "ModelNotConfiguredError": "graph.backends.model",
-    "ensure_model_configured": "graph.backends.model",
-    "load_chat_model": "graph.backends.model",
-    "close_storage": "graph.backends.storage",
-    "default_data_dir": "graph.backends.storage",
-    "open_storage": "graph.backends.storage",
-    "open_store": "graph.backends.storage",
-    "Settings": "graph.settings",
-    "SettingsError": "graph.settings",
-    "current_settings": "graph.settings",
+    alias.name: statement.module
+    for statement in ast.parse(Path(__file__).with_suffix(".pyi").read_text()).body
+    if isinstance(statement, ast.ImportFrom) and statement.module
+    for alias in statement.names
 }
 
-__all__ = [
-    "DEFAULT_MEMORY_KINDS",
-    "RunContext",
-    "MemoryKind",
-    "ModelNotConfiguredError",
-    "Settings",
-    "SettingsError",
-    "build_graph",
-    "close_graph",
-    "close_storage",
-    "create_builder",
-    "current_settings",
-    "default_data_dir",
-    "ensure_model_configured",
-    "load_chat_model",
-    "open_graph",
-    "open_storage",
-    "open_store",
-]
+__all__ = list(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:

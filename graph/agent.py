@@ -45,12 +45,8 @@ from graph.nodes.update_kinds import update_node
 from graph.run_context import RunContext
 from graph.runtime import GraphRuntime, runtime_of
 from graph.settings import current_settings
-from graph.state import InputState, State
+from graph.state import AGENT_NAME, InputState, State
 from graph.thread.tool_calls import pending_update_calls
-
-# The graph's name, the same as its id in langgraph.json: the API server names the assistant of a graph factory
-# after its id (Aegra after the graph), and MCP clients see that name as the tool's name.
-AGENT_NAME = "task_maistro"
 
 
 def message_router(kinds: Sequence[MemoryKind]) -> Callable[[State, RunnableConfig], list[str] | str]:
@@ -65,44 +61,31 @@ def message_router(kinds: Sequence[MemoryKind]) -> Callable[[State, RunnableConf
     return route_message
 
 
-def create_builder(
-    chat_model: ChatModelFactory = load_chat_model, memory_kinds: Sequence[MemoryKind] | None = None
-) -> StateGraph:
-    """The uncompiled graph; `chat_model` turns a run's settings into the chat model every node uses, and
-    `memory_kinds` (default MAISTRO_MEMORY_KINDS, else `DEFAULT_MEMORY_KINDS`) are the memories it keeps.
+def graph_builder(graph_runtime: GraphRuntime, chat_model: ChatModelFactory = load_chat_model) -> StateGraph:
+    """The uncompiled graph of `graph_runtime`'s kinds, whose nodes keep what they keep in `graph_runtime`;
+    `chat_model` turns a run's settings into the chat model every node uses.
 
     `RunContext` is the run context's schema (a run's `context=`, shown in Studio); each node gets the run's
     settings from `ResolvedRun.of`, which also reads the tutorial's `configurable`.
     """
-    return graph_builder(chat_model, GraphRuntime(resolve_kinds(memory_kinds)))
-
-
-def graph_builder(chat_model: ChatModelFactory, graph_runtime: GraphRuntime) -> StateGraph:
-    """The uncompiled graph of `graph_runtime`'s kinds, whose nodes keep what they keep in `graph_runtime`."""
     kinds = graph_runtime.kinds
     builder = StateGraph(State, input_schema=InputState, context_schema=RunContext)
-    builder.add_node("task_maistro", partial(task_maistro, chat_model=chat_model, graph_runtime=graph_runtime))
+    builder.add_node(AGENT_NAME, partial(task_maistro, chat_model=chat_model, graph_runtime=graph_runtime))
     for kind in kinds:
         builder.add_node(kind.node, update_node(kind, graph_runtime, chat_model))
-        builder.add_edge(kind.node, "task_maistro")
-    builder.add_edge(START, "task_maistro")
-    builder.add_conditional_edges("task_maistro", message_router(kinds), [*(kind.node for kind in kinds), END])
+        builder.add_edge(kind.node, AGENT_NAME)
+    builder.add_edge(START, AGENT_NAME)
+    builder.add_conditional_edges(AGENT_NAME, message_router(kinds), [*(kind.node for kind in kinds), END])
     return builder
 
 
-def compile_agent(
-    chat_model: ChatModelFactory = load_chat_model, memory_kinds: Sequence[MemoryKind] | None = None, **persistence: Any
+def compile_graph(
+    graph_runtime: GraphRuntime, chat_model: ChatModelFactory = load_chat_model, **persistence: Any
 ) -> CompiledStateGraph:
-    """The compiled graph (with `checkpointer` and `store` when given), every run capped in model calls."""
-    graph_runtime = GraphRuntime(resolve_kinds(memory_kinds))
-    return compiled_graph(graph_builder(chat_model, graph_runtime), graph_runtime, **persistence)
-
-
-def compiled_graph(builder: StateGraph, graph_runtime: GraphRuntime, **persistence: Any) -> CompiledStateGraph:
-    """The builder (made with `graph_runtime`) compiled under the agent's name, every run capped in model calls;
-    `graph_runtime` rides along as a callback, so after a run the lists it read by their heads are read whole in
-    the background (`graph.memory.list_reads`), and `graph.runtime.runtime_of` finds it."""
-    compiled = builder.compile(name=AGENT_NAME, **persistence)
+    """`graph_builder`'s graph compiled under the agent's name (with `checkpointer` and `store` when given), every
+    run capped in model calls; `graph_runtime` rides along as a callback, so after a run the lists it read by their
+    heads are read whole in the background (`graph.memory.list_reads`), and `graph.runtime.runtime_of` finds it."""
+    compiled = graph_builder(graph_runtime, chat_model).compile(name=AGENT_NAME, **persistence)
     return compiled.with_config(callbacks=[ModelCallBudget(), graph_runtime])
 
 
@@ -111,7 +94,7 @@ def server_graph() -> CompiledStateGraph:
     """The graph `langgraph dev`, the LangGraph Platform and Aegra serve (langgraph.json and aegra.json name this
     function), built once, on the first call: with MAISTRO_MEMORY_KINDS's kinds, without checkpointer or store
     (the server supplies both). Raises `SettingsError`, one sentence, when a setting cannot be used."""
-    return compile_agent()
+    return compile_graph(GraphRuntime(resolve_kinds(None)))
 
 
 def __getattr__(name: str) -> Any:
@@ -141,8 +124,7 @@ def build_graph(
     if isinstance(store, ListIndexed):
         store.describe_lists(graph_runtime.kinds)
     store.start_ttl_sweeper()
-    builder = graph_builder(chat_model, graph_runtime)
-    compiled = compiled_graph(builder, graph_runtime, checkpointer=checkpointer, store=store)
+    compiled = compile_graph(graph_runtime, chat_model, checkpointer=checkpointer, store=store)
     warm_up(chat_model, graph_runtime)
     return compiled.with_config(durability_config("sync"))
 

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from graph.text_tokens import count_text_tokens
+from graph.thread.model_message import UPDATE_TOOL
 from prompts import REPLY_FIRST_RULE
 from testing.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply, tool_names
 from testing.scripted_model import documents_in_prompt
@@ -100,7 +101,7 @@ class ChoreEndpoint:
         if kind == "chat":
             if system_text(request).startswith(SUMMARIZER):
                 return text_reply("The user adds chores and finishes them one by one."), "summary"
-            if request["messages"][-1]["role"] == "user" and "UpdateMemory" in tool_names(request):
+            if request["messages"][-1]["role"] == "user" and UPDATE_TOOL in tool_names(request):
                 return self._route(request), kind
             return text_reply(CONFIRMATION), kind
         if kind == "todo":

@@ -24,11 +24,11 @@ import pytest
 from langgraph_sdk.client import SyncLangGraphClient
 from langgraph_sdk.schema import StreamPart
 
+from graph.state import AGENT_NAME
 from testing.helpers import free_port
 from testing.openai_stub import OpenAIStub
 
 ROOT = Path(__file__).resolve().parents[1]
-GRAPH_ID = "task_maistro"
 STARTUP_SECONDS = 90
 STOP_SECONDS = 15
 LOG_TAIL_CHARS = 4000
@@ -199,7 +199,7 @@ class Turn:
         return [message.get("content") or "" for message in self.streamed() if message.get("id") == message_id]
 
 
-def stream_run(client: SyncLangGraphClient, thread_id: str, text: str, assistant_id: str = GRAPH_ID, **run) -> Turn:
+def stream_run(client: SyncLangGraphClient, thread_id: str, text: str, assistant_id: str = AGENT_NAME, **run) -> Turn:
     """Stream one user message with `stream_mode` values and messages, subgraphs included as Studio does."""
     return Turn(
         list(

@@ -39,6 +39,7 @@ from graph.backends.model import ModelUnavailableError, load_chat_model
 from graph.memory.store import namespace, search_all
 from graph.nodes.update import MEMORY_UPDATE_EVENT
 from graph.thread.bounded_json import MAX_JSON_CHARS, MAX_JSON_DEPTH
+from graph.thread.model_message import UPDATE_TOOL
 from testing.helpers import config, profile_of, todos
 from testing.openai_stub import (
     CutStream,
@@ -70,7 +71,7 @@ SORRY = text_reply("Sorry, I could not save that; could you say it again?")
 UPDATE_TODO = '{"update_type": "todo"}'
 ADDED_SWIM = "I added the swim lessons to your ToDo list."
 # The call a model writes as text to save the turn's ToDo, as JSON.
-SWIM_CALL = json.dumps({"name": "UpdateMemory", "arguments": {"update_type": "todo"}})
+SWIM_CALL = json.dumps({"name": UPDATE_TOOL, "arguments": {"update_type": "todo"}})
 DENTIST = "Book the dentist"
 # The answer to "what would the call look like? Do NOT do it": an example, in a fence.
 EXPLAINED_CALL = f"It would look like this; I have not run it:\n\n```json\n{SWIM_CALL}\n```"
@@ -193,27 +194,27 @@ CATALOGUE = (
     Fault(
         "malformed_args",
         "arguments that are not JSON ({'update_type': 'todo',}) beside the reply text; json-repair mends them",
-        _swim_turn(calls_reply(raw_call("UpdateMemory", "{'update_type': 'todo',}", "call_m1"), content=SAYS_SWIM)),
+        _swim_turn(calls_reply(raw_call(UPDATE_TOOL, "{'update_type': 'todo',}", "call_m1"), content=SAYS_SWIM)),
         asked_todos=(SWIM,),
     ),
     Fault(
         "unmendable_args",
         "arguments nothing can mend (update_type=todo) beside the reply text: refused once, the user told",
-        Turn(ASK_SWIM, (calls_reply(raw_call("UpdateMemory", "update_type=todo", "call_u1"), content=SAYS_SWIM), SORRY)),
+        Turn(ASK_SWIM, (calls_reply(raw_call(UPDATE_TOOL, "update_type=todo", "call_u1"), content=SAYS_SWIM), SORRY)),
         asked_todos=(SWIM,),
     ),
     Fault(
         "call_without_id",
         "a tool call with no id at all",
-        _swim_turn(calls_reply(raw_call("UpdateMemory", UPDATE_TODO, None), content=SAYS_SWIM)),
+        _swim_turn(calls_reply(raw_call(UPDATE_TOOL, UPDATE_TODO, None), content=SAYS_SWIM)),
         asked_todos=(SWIM,),
     ),
     Fault(
         "empty_call_id",
         'every tool call\'s id is "", so a later call looks answered already',
-        Turn("I also need to buy milk.", (calls_reply(raw_call("UpdateMemory", UPDATE_TODO, ""), content="I'll add the milk."),), {"todo": (MILK_TODO,)}),
+        Turn("I also need to buy milk.", (calls_reply(raw_call(UPDATE_TOOL, UPDATE_TODO, ""), content="I'll add the milk."),), {"todo": (MILK_TODO,)}),
         asked_todos=(SWIM, MILK),
-        setup=(_swim_turn(calls_reply(raw_call("UpdateMemory", UPDATE_TODO, ""), content=SAYS_SWIM)),),
+        setup=(_swim_turn(calls_reply(raw_call(UPDATE_TOOL, UPDATE_TODO, ""), content=SAYS_SWIM)),),
     ),
     Fault(
         "duplicate_call_ids",
@@ -222,8 +223,8 @@ CATALOGUE = (
             "I'm Lance and I need to book swim lessons.",
             (
                 calls_reply(
-                    raw_call("UpdateMemory", '{"update_type": "user"}', "call_0"),
-                    raw_call("UpdateMemory", UPDATE_TODO, "call_0"),
+                    raw_call(UPDATE_TOOL, '{"update_type": "user"}', "call_0"),
+                    raw_call(UPDATE_TOOL, UPDATE_TODO, "call_0"),
                     content="Nice to meet you, Lance! " + SAYS_SWIM,
                 ),
             ),
@@ -237,11 +238,11 @@ CATALOGUE = (
         "every response numbers its calls from call_0, so a new call repeats an id the thread holds",
         Turn(
             "I also need to buy milk.",
-            (calls_reply(raw_call("UpdateMemory", UPDATE_TODO, "call_0"), content="I'll add the milk."),),
+            (calls_reply(raw_call(UPDATE_TOOL, UPDATE_TODO, "call_0"), content="I'll add the milk."),),
             {"todo": (MILK_TODO,)},
         ),
         asked_todos=(SWIM, MILK),
-        setup=(_swim_turn(calls_reply(raw_call("UpdateMemory", UPDATE_TODO, "call_0"), content=SAYS_SWIM)),),
+        setup=(_swim_turn(calls_reply(raw_call(UPDATE_TOOL, UPDATE_TODO, "call_0"), content=SAYS_SWIM)),),
     ),
     Fault(
         "unknown_tool",
@@ -270,7 +271,7 @@ CATALOGUE = (
     Fault(
         "bare_json_call",
         "the whole reply is a JSON object naming the tool (Llama 3.1's format, 'parameters')",
-        _written_call('{"name": "UpdateMemory", "parameters": {"update_type": "todo"}}'),
+        _written_call(json.dumps({"name": UPDATE_TOOL, "parameters": {"update_type": "todo"}})),
         asked_todos=(SWIM,),
     ),
     _quoted_fault(
@@ -311,7 +312,7 @@ CATALOGUE = (
     _quoted_fault(
         "openai_shape_call",
         'the whole reply in OpenAI\'s wire shape {"type": "function", "function": {...}}: quoted, the user told',
-        json.dumps({"type": "function", "function": {"name": "UpdateMemory", "arguments": UPDATE_TODO}}),
+        json.dumps({"type": "function", "function": {"name": UPDATE_TOOL, "arguments": UPDATE_TODO}}),
     ),
     _quoted_fault(
         "json_list_call",
@@ -352,19 +353,19 @@ CATALOGUE = (
     Fault(
         "deep_hermes_call",
         f"a <tool_call> reply nested past {MAX_JSON_DEPTH} levels: refused once, the user told",
-        _refused_text_call(f'<tool_call>{{"name": "UpdateMemory", "arguments": {{"x": {DEEP_LIST}}}}}</tool_call>'),
+        _refused_text_call(f'<tool_call>{{"name": "{UPDATE_TOOL}", "arguments": {{"x": {DEEP_LIST}}}}}</tool_call>'),
         asked_todos=(SWIM,),
     ),
     Fault(
         "long_hermes_call",
         f"a <tool_call> reply longer than {MAX_JSON_CHARS:,} characters: refused once, the user told",
-        _refused_text_call(f'<tool_call>{{"name": "UpdateMemory", "arguments": {{"x": "{"a" * MAX_JSON_CHARS}"}}}}'),
+        _refused_text_call(f'<tool_call>{{"name": "{UPDATE_TOOL}", "arguments": {{"x": "{"a" * MAX_JSON_CHARS}"}}}}'),
         asked_todos=(SWIM,),
     ),
     Fault(
         "deep_call_arguments",
         f"a tool call whose arguments nest 500 deep (past {MAX_JSON_DEPTH}; no checkpoint stores them): refused once",
-        Turn(ASK_SWIM, (calls_reply(raw_call("UpdateMemory", f'{{"update_type": "todo", "x": {DEEP_LIST}}}', "call_d"), content=SAYS_SWIM), SORRY)),
+        Turn(ASK_SWIM, (calls_reply(raw_call(UPDATE_TOOL, f'{{"update_type": "todo", "x": {DEEP_LIST}}}', "call_d"), content=SAYS_SWIM), SORRY)),
         asked_todos=(SWIM,),
     ),
     Fault(
@@ -428,8 +429,8 @@ CATALOGUE = (
             "I'm Lance and I need to book swim lessons.",
             (
                 calls_reply(
-                    raw_call("UpdateMemory", '{"update_type": "profile"}', "call_p"),
-                    raw_call("UpdateMemory", '{"update_type": "ToDos"}', "call_t"),
+                    raw_call(UPDATE_TOOL, '{"update_type": "profile"}', "call_p"),
+                    raw_call(UPDATE_TOOL, '{"update_type": "ToDos"}', "call_t"),
                     content="Nice to meet you, Lance! " + SAYS_SWIM,
                 ),
             ),
@@ -441,7 +442,7 @@ CATALOGUE = (
     Fault(
         "unknown_update_type",
         'a routing value that names no memory ("calendar"): refused once, the user told',
-        Turn(ASK_SWIM, (calls_reply(raw_call("UpdateMemory", '{"update_type": "calendar"}', "call_c"), content=SAYS_SWIM), SORRY)),
+        Turn(ASK_SWIM, (calls_reply(raw_call(UPDATE_TOOL, '{"update_type": "calendar"}', "call_c"), content=SAYS_SWIM), SORRY)),
         asked_todos=(SWIM,),
     ),
     Fault(

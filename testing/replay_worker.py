@@ -14,6 +14,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.store.base import PutOp
 
 from graph import build_graph
+from graph.state import AGENT_NAME
 from testing.scripted_model import ScriptedChatModel, add, calls, doc_id_of, patch, route, say, todo
 from testing.stored_names import TODO
 
@@ -33,7 +34,7 @@ def second_update(messages, _tools):
 def main(target: str) -> None:
     """Play the first turn, then the second until its ToDo batch commits, and die there."""
     model = ScriptedChatModel()
-    model.add("task_maistro", route("todo"), say("Added."), route("todo"))
+    model.add(AGENT_NAME, route("todo"), say("Added."), route("todo"))
     model.add("update_todos", calls(todo(WATER, solutions=["Blue can"])), second_update)
     is_url = target.startswith("postgres")
     agent = build_graph(

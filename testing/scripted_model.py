@@ -24,7 +24,9 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field
 
+from graph.state import AGENT_NAME
 from graph.text_tokens import count_text_tokens
+from graph.thread.model_message import UPDATE_TOOL
 from graph.thread.tokens import count_tokens
 
 Reply = Union[Callable[[Sequence[BaseMessage], list[str]], AIMessage], AIMessage]
@@ -132,7 +134,7 @@ def _calling_task(run_manager: CallbackManagerForLLMRun | None) -> str:
     return namespace.split("|", 1)[0]
 
 
-def sequential_calls(calls: Sequence[ModelCall], chat_node: str = "task_maistro") -> int:
+def sequential_calls(calls: Sequence[ModelCall], chat_node: str = AGENT_NAME) -> int:
     """The longest chain of calls that waited for one another, from the order of requests and answers.
 
     A call waits for the answered calls before it in its own graph task, and whatever comes before or after
@@ -161,7 +163,7 @@ def say(text: str) -> AIMessage:
 
 def route(*update_types: str, content: str = "") -> AIMessage:
     """A chat reply calling UpdateMemory once per given update_type."""
-    return AIMessage(content=content, tool_calls=[_call("UpdateMemory", {"update_type": t}) for t in update_types])
+    return AIMessage(content=content, tool_calls=[_call(UPDATE_TOOL, {"update_type": t}) for t in update_types])
 
 
 def calls(*tool_calls: dict) -> AIMessage:

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from langchain_core.messages import HumanMessage
 
 from graph import build_graph
+from graph.state import AGENT_NAME
 from testing.scripted_model import ScriptedChatModel, calls, route, say, todo
 
 REQUEST = "Remind me: "
@@ -28,7 +29,7 @@ def _extract(messages, tools):
 
 def task_keeper() -> ScriptedChatModel:
     """A scripted model that files every "Remind me: X" as the ToDo X."""
-    return ScriptedChatModel(standing={"task_maistro": _chat, "update_todos": _extract})
+    return ScriptedChatModel(standing={AGENT_NAME: _chat, "update_todos": _extract})
 
 
 def run_turns(agent, user_id: str, count: int) -> None:

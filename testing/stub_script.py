@@ -4,6 +4,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from graph.backends.call_mode import PRECHECK_PROMPT
+from graph.thread.model_message import UPDATE_TOOL
 from testing.openai_stub import (
     Outcome,
     StubError,
@@ -26,9 +27,9 @@ def kind_of(request: dict) -> str:
         return "precheck"
     schema = json_schema(request)
     names = tool_names(request) or ([schema.get("name", "")] if schema is not None else [])
-    if names == ["UpdateMemory"] and schema is not None:
+    if names == [UPDATE_TOOL] and schema is not None:
         return "route"
-    if "UpdateMemory" in names:
+    if UPDATE_TOOL in names:
         return "chat"
     if "Profile" in names or names == ["PatchDoc"]:
         return "profile"
@@ -92,4 +93,4 @@ def route(*kinds: str) -> Callable[[dict], dict]:
 def update(*kinds: str, content: str | None = None) -> dict:
     """A chat reply calling UpdateMemory once per given update_type, with `content` as its text (the reply given
     first) when given."""
-    return {**tool_calls_reply(*(("UpdateMemory", {"update_type": kind}) for kind in kinds)), "content": content}
+    return {**tool_calls_reply(*((UPDATE_TOOL, {"update_type": kind}) for kind in kinds)), "content": content}

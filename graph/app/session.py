@@ -17,13 +17,12 @@ from graph.memory.notes import change_notes
 from graph.nodes.update import MEMORY_UPDATE_EVENT
 from graph.run_context import RunContext
 from graph.runtime import runtime_of
+from graph.state import AGENT_NAME
 from graph.thread.cut_replies import cut_notice
 from graph.thread.text_calls import speakable_prefix
 from graph.thread.tokens import truncation_notice
 from graph.thread.tool_calls import last_human_message, pending_update_calls, turn_answered
 from graph.thread.turn_markers import streamable_part
-
-CHAT_NODE = "task_maistro"
 
 
 @dataclass(frozen=True)
@@ -191,7 +190,7 @@ class ChatSession:
         ):
             if mode == "messages":
                 message, metadata = payload
-                if metadata.get("langgraph_node") == CHAT_NODE and isinstance(message, AIMessage) and message.text:
+                if metadata.get("langgraph_node") == AGENT_NAME and isinstance(message, AIMessage) and message.text:
                     received[message.id] = received.get(message.id, "") + message.text
                     # A reply that may still be a call written as text is held back until it is stored; what
                     # follows a chat-template turn marker is never the model's reply.
@@ -202,7 +201,7 @@ class ChatSession:
             elif mode == "custom":
                 outcome = (payload.get(MEMORY_UPDATE_EVENT) if isinstance(payload, dict) else None) or {}
                 yield from (Note(note, failed=bool(outcome.get("failed"))) for note in outcome.get("notes", []))
-            elif update := payload.get(CHAT_NODE):
+            elif update := payload.get(AGENT_NAME):
                 messages = update.get("messages", []) if isinstance(update, dict) else []
                 yield from _chat_events(_new_in_turn(messages), shown_so_far, self.kinds)
 

@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS, kind_for_update
 from graph.run_context import RunContext
+from graph.state import AGENT_NAME
 from testing.scripted_model import (
     Reply,
     ScriptedChatModel,
@@ -110,7 +111,7 @@ def tutorial_turns(deadline: str, reply_timing: str = "first") -> list[TutorialT
     def memory_turn(key: str, update_type: str, update: Reply, answer: str, todos: dict) -> TutorialTurn:
         """A turn in which the model updates one memory (`user`, `todo` or `instructions`) and answers."""
         chat = [route(update_type, content=answer)] if reply_timing == "first" else [route(update_type), say(answer)]
-        return TutorialTurn(key, {"task_maistro": chat, kind_for_update(DEFAULT_MEMORY_KINDS, update_type).node: [update]}, todos)
+        return TutorialTurn(key, {AGENT_NAME: chat, kind_for_update(DEFAULT_MEMORY_KINDS, update_type).node: [update]}, todos)
 
     swim = todo_item(SWIM, 30, SWIM_SOLUTIONS)
     with_school = todo_item(SWIM, 30, [*SWIM_SOLUTIONS, SWIM_SCHOOL])
@@ -173,7 +174,7 @@ def tutorial_turns(deadline: str, reply_timing: str = "first") -> list[TutorialT
             "Great, I marked the Yale lock as done.",
             {SWIM: due, LOCK: {**lock, "status": "done"}},
         ),
-        TutorialTurn("recall", {"task_maistro": [_recall]}, {SWIM: due, LOCK: {**lock, "status": "done"}}, True),
+        TutorialTurn("recall", {AGENT_NAME: [_recall]}, {SWIM: due, LOCK: {**lock, "status": "done"}}, True),
     ]
 
 
@@ -201,7 +202,7 @@ def tutorial_model(settings: RunContext) -> BaseChatModel:
         turn = _latest_turn([latest] if latest else [], turns)
         if turn is None:
             return say(UNKNOWN_MESSAGE)
-        first, *_ = script = turn.replies["task_maistro"]
+        first, *_ = script = turn.replies[AGENT_NAME]
         if isinstance(messages[-1], HumanMessage):
             return first(messages, tools) if callable(first) else first
         return say(script[-1].text)  # after the updates: the turn's answer
@@ -215,4 +216,4 @@ def tutorial_model(settings: RunContext) -> BaseChatModel:
         return extract
 
     standing = {kind.node: update(kind.node) for kind in DEFAULT_MEMORY_KINDS}
-    return ScriptedChatModel(standing={**standing, "task_maistro": chat})
+    return ScriptedChatModel(standing={**standing, AGENT_NAME: chat})

@@ -26,6 +26,7 @@ from pydantic import ConfigDict
 
 from graph.eval.cases import Case, Play, TodoFields, Turn
 from graph.eval.dates import resolve_date
+from graph.thread.model_message import UPDATE_TOOL
 
 FLAWS = {
     "never-routes": "never calls UpdateMemory: it only chats",
@@ -118,7 +119,7 @@ class Player:
         turn = self.turn(view)
         if turn is None:
             return Move("OK.")
-        if "UpdateMemory" in view.tools or (CHAT_MARKER in view.system and INSTRUCTIONS_MARKER not in view.system):
+        if UPDATE_TOOL in view.tools or (CHAT_MARKER in view.system and INSTRUCTIONS_MARKER not in view.system):
             return self.chat(turn, view)
         if "ToDo" in view.tools or view.documents("ToDo"):
             return self.todos(turn.play, view)
@@ -137,15 +138,15 @@ class Player:
     def chat(self, turn: Turn, view: PromptView) -> Move:
         """The chat node: route the turn's updates not made yet (one at a time without parallel calls), else answer."""
         needed = [t for t in turn.play.update_types if t not in view.routed]
-        if not needed or "UpdateMemory" not in view.tools or self.flaw == "never-routes":
+        if not needed or UPDATE_TOOL not in view.tools or self.flaw == "never-routes":
             return Move(self.reply(turn, view))
         needed = needed if view.parallel else needed[:1]
         text = self.reply(turn, view) if REPLY_FIRST_MARKER in view.system else ""
         if self.flaw == "text-tool-calls":  # the reply is the calls: it says something once they are answered
             return Move(
-                "\n".join(f'<tool_call>{{"name": "UpdateMemory", "arguments": {{"update_type": "{t}"}}}}</tool_call>' for t in needed)
+                "\n".join(f'<tool_call>{{"name": "{UPDATE_TOOL}", "arguments": {{"update_type": "{t}"}}}}</tool_call>' for t in needed)
             )
-        return Move(text, [("UpdateMemory", {"update_type": t}) for t in needed])
+        return Move(text, [(UPDATE_TOOL, {"update_type": t}) for t in needed])
 
     def _secretive(self, play: Play, text: str) -> str:
         """`text`, with the turn's secret appended when this player stores secrets."""
@@ -215,7 +216,7 @@ def view_of_messages(messages: Sequence[BaseMessage], tools: list[str], parallel
         for message in messages[last_user + 1 :]
         if isinstance(message, AIMessage)
         for call in message.tool_calls
-        if call["name"] == "UpdateMemory"
+        if call["name"] == UPDATE_TOOL
     ]
     return PromptView(pairs, tools, parallel, routed)
 
@@ -235,7 +236,7 @@ def view_of_openai_request(body: dict) -> PromptView:
     routed = []
     for message in messages[last_user + 1 :]:
         for call in message.get("tool_calls") or []:
-            if call.get("function", {}).get("name") == "UpdateMemory":
+            if call.get("function", {}).get("name") == UPDATE_TOOL:
                 routed.append(json.loads(call["function"].get("arguments") or "{}").get("update_type", ""))
     tools = [tool["function"]["name"] for tool in body.get("tools") or [] if tool.get("type") == "function"]
     return PromptView(pairs, tools, body.get("parallel_tool_calls") is not False, routed)

@@ -23,11 +23,13 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, Too
 from langgraph.graph.state import CompiledStateGraph
 
 from graph.eval.cases import Case
+from graph.state import AGENT_NAME
+from graph.thread.model_message import UPDATE_TOOL
 from graph.thread.reply_last import calls_message_id
 
 EVAL_USER = "eval-user"
 GRAPHS = ("maistro", "tutorial")
-CHAT_NODES = {"maistro": "task_maistro", "tutorial": "task_mAIstro"}
+CHAT_NODES = {"maistro": AGENT_NAME, "tutorial": "task_mAIstro"}
 MEMORY_NAMESPACES = {"profile": "profile", "todos": "todo", "instructions": "instructions"}
 
 
@@ -142,7 +144,7 @@ def finish_record(record: TurnRecord, messages: Sequence[Any]) -> None:
     turn = _turn_messages(messages)
     spoken = [m for m in turn if isinstance(m, AIMessage) and m.text.strip()]
     record.reply = spoken[-1].text if spoken else ""
-    routing = [m for m in turn if isinstance(m, AIMessage) and any(c["name"] == "UpdateMemory" for c in m.tool_calls)]
+    routing = [m for m in turn if isinstance(m, AIMessage) and any(c["name"] == UPDATE_TOOL for c in m.tool_calls)]
     record.memory_turn = bool(routing)
     record.answered_first = bool(routing and spoken) and _reply_came_with_calls(spoken[-1], routing[0])
     record.failed_updates = sum(1 for m in turn if isinstance(m, ToolMessage) and m.status == "error")

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 
 from graph.memory.formats import Column, bullets, date_time_text, minutes_text, todo_lines
 from graph.settings import SettingsError, current_settings
+from graph.state import AGENT_NAME
 from prompts import (
     CREATE_INSTRUCTIONS,
     INSTRUCTIONS_TELL_USER_RULE,
@@ -45,7 +46,7 @@ from schemas import Instructions, Profile, ToDo
 RESERVED_NAMES = ("history", "unindexed")
 # Names the graph uses itself, which no update node may take: the chat node, LangGraph's start and end, and the
 # state's keys (graph/state.py).
-GRAPH_NAMES = ("task_maistro", START, END, "messages", "summary", "remaining_steps", "resumed_calls")
+GRAPH_NAMES = (AGENT_NAME, START, END, "messages", "summary", "remaining_steps", "resumed_calls")
 # A field path as LangGraph's index takes it ("solutions[*]", "address.city"): its first part names a schema field.
 _FIRST_PART = re.compile(r"[^.\[]+")
 _WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")

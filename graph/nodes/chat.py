@@ -32,7 +32,7 @@ from graph.runtime import GraphRuntime
 from graph.settings import current_settings
 from graph.state import State
 from graph.thread.cut_replies import as_prompted, is_cut, marked_cut
-from graph.thread.model_message import NormalisedReply, Refusal, normalise_reply
+from graph.thread.model_message import UPDATE_TOOL, NormalisedReply, Refusal, normalise_reply
 from graph.thread.reply_last import rejoined, reply_first, reply_last
 from graph.thread.tokens import bound_messages, is_blank, truncation_notice
 from graph.thread.tool_calls import (
@@ -72,7 +72,7 @@ def update_memory_tool(kinds: tuple[MemoryKind, ...]) -> OptionsTool:
     that answers in JSON is asked about each kind with its description and examples (`OptionsTool`)."""
     choices = ", ".join(f"'{kind.update_type}' for {kind.description}" for kind in kinds)
     update_type = Literal[tuple(kind.update_type for kind in kinds)]  # type: ignore[valid-type]
-    schema = TypedDict("UpdateMemory", {"update_type": Annotated[update_type, ..., UPDATE_TYPE_DOC.format(choices=choices)]})
+    schema = TypedDict(UPDATE_TOOL, {"update_type": Annotated[update_type, ..., UPDATE_TYPE_DOC.format(choices=choices)]})
     schema.__doc__ = UPDATE_MEMORY_DOC.format(memories=", ".join(kind.title for kind in kinds))
     options = [CallOption(kind.update_type, kind.description, kind.examples) for kind in kinds]
     return OptionsTool(convert_to_openai_tool(schema), "update_type", options)

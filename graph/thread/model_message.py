@@ -44,6 +44,7 @@ from prompts import (
     UNKNOWN_TOOL_ANSWER,
 )
 
+# The memory tool's name, as the chat node offers it to the model (graph.nodes.chat) and a model calls it.
 UPDATE_TOOL = "UpdateMemory"
 
 

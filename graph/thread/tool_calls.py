@@ -9,7 +9,7 @@ from collections.abc import Sequence, Set
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
-from graph.thread.model_message import sendable_message
+from graph.thread.model_message import UPDATE_TOOL, sendable_message
 from graph.thread.reply_last import routing_start
 from prompts import INTERRUPTED_ANSWER, LIMIT_REPLY
 
@@ -57,7 +57,7 @@ def unanswered_update_calls(message: AIMessage, answered: Set[str]) -> list[dict
 def is_update_call(call: dict) -> bool:
     """Whether a tool call is an `UpdateMemory` call with a text `update_type`."""
     args = call.get("args")
-    return call.get("name") == "UpdateMemory" and isinstance(args, dict) and isinstance(args.get("update_type"), str)
+    return call.get("name") == UPDATE_TOOL and isinstance(args, dict) and isinstance(args.get("update_type"), str)
 
 
 def without_tool_calls(message: AIMessage) -> AIMessage:

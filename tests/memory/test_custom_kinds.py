@@ -21,7 +21,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from graph import DEFAULT_MEMORY_KINDS, MemoryKind, RunContext, SettingsError, build_graph, close_graph
-from graph.agent import compile_agent
+from graph.agent import server_graph
 from graph.app.cli import app
 from graph.app.session import ChatSession
 from graph.app.terminal import line_reader, run_chat
@@ -143,7 +143,7 @@ def test_an_update_type_of_no_kind_is_answered_with_the_choices(kinds_agent, mod
 
 def test_the_setting_names_the_kinds_of_the_servers_graph(monkeypatch):
     monkeypatch.setenv("MAISTRO_MEMORY_KINDS", "testing.custom_kinds:KINDS")
-    assert "update_health" in compile_agent().get_graph().nodes
+    assert "update_health" in server_graph.__wrapped__().get_graph().nodes  # built anew, past its cache
     assert load_memory_kinds(Settings.from_environ({}).memory_kinds_spec) == DEFAULT_MEMORY_KINDS
 
 

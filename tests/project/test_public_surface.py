@@ -18,14 +18,18 @@ ROOT = Path(__file__).resolve().parents[2]
 SUBPACKAGES = ["app", "backends", "eval", "memory", "nodes", "server", "thread"]
 
 
-def test_every_public_name_loads_from_the_module_type_checkers_read_it_from():
-    tree = ast.parse((ROOT / "graph" / "__init__.py").read_text())
-    (typing_block,) = [node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"]
-    typed = {alias.name: statement.module for statement in typing_block.body for alias in statement.names}
-    assert typed == graph._EXPORTS
-    assert sorted(graph.__all__) == sorted(typed)
-    for name, module in typed.items():
+def test_every_public_name_is_listed_once_and_loads_from_the_module_type_checkers_read_it_from():
+    stub = ast.parse((ROOT / "graph" / "__init__.pyi").read_text()).body
+    assert all(isinstance(statement, ast.ImportFrom) for statement in stub), "the stub only re-exports"
+    typed = [(alias.name, alias.asname, statement.module) for statement in stub for alias in statement.names]
+    assert all(name == asname for name, asname, _ in typed), "`from M import x as x`: type checkers re-export x"
+    assert graph.__all__ == [name for name, _, _ in typed] and len(set(graph.__all__)) == len(typed)
+    assert {"build_graph", "open_graph", "close_graph"} <= set(graph.__all__)
+    for name, _, module in typed:
         assert getattr(graph, name) is getattr(importlib.import_module(module), name)
+    defined = ast.parse((ROOT / "graph" / "__init__.py").read_text())
+    assert {target.id for node in defined.body if isinstance(node, ast.Assign) for target in node.targets} == {"_EXPORTS", "__all__"}
+    assert not [node for node in defined.body if isinstance(node, ast.If)], "no second list under TYPE_CHECKING"
 
 
 def test_what_the_docs_import_from_graph_is_public():
@@ -62,7 +66,7 @@ def test_the_wheel_ships_py_typed_the_memory_page_the_demo_model_and_the_mit_lic
         (license_file,) = [name for name in names if name.endswith(".dist-info/licenses/LICENSE")]
         fields = archive.read(metadata).decode().splitlines()
         license_text = archive.read(license_file).decode()
-    assert "graph/py.typed" in names
+    assert {"graph/py.typed", "graph/__init__.pyi"} <= names, "`import graph` reads its public names from the stub"
     assert "testing/scripted_model.py" in names, "`maistro demo` plays the tutorial with the scripted chat model"
     assert {f"graph/server/static/{page.name}" for page in (ROOT / "graph" / "server" / "static").iterdir()} <= names
     assert {f"graph/eval/cases/{case.name}" for case in (ROOT / "graph" / "eval" / "cases").glob("*.json")} <= names

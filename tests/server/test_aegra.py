@@ -17,9 +17,10 @@ from langgraph_sdk.client import SyncLangGraphClient
 
 from graph.backends.embeddings import MultilingualEmbeddings
 from graph.memory.store import HISTORY, user_label
+from graph.state import AGENT_NAME
 from testing.aegra_server import aegra_instances, embedding_server, redis_server
 from testing.chore_endpoint import ADD, REPLY_FIRST_CONFIRMATION, ChoreEndpoint
-from testing.langgraph_server import GRAPH_ID, ROOT, new_thread, play, token_environment
+from testing.langgraph_server import ROOT, new_thread, play, token_environment
 from testing.openai_stub import OpenAIStub
 from testing.postgres_server import create_database
 from testing.stored_names import INSTRUCTIONS, PROFILE, TODO
@@ -134,7 +135,7 @@ def test_a_run_started_on_one_instance_is_joined_from_the_other(instances, model
     gate = model.gate = threading.Event()
     model.reached.clear()
 
-    run = first.runs.create(thread_id, GRAPH_ID, input={"messages": [{"role": "user", "content": f"{ADD}Renew the lease"}]})
+    run = first.runs.create(thread_id, AGENT_NAME, input={"messages": [{"role": "user", "content": f"{ADD}Renew the lease"}]})
     assert model.reached.wait(60), "the run reached the model"
     joined = second.runs.join_stream(thread_id, run["run_id"], stream_mode="values")
     first_part = next(joined)
@@ -180,7 +181,7 @@ def test_a_memory_turn_answered_first_streams_the_reply_then_the_updates_note(in
         parts = list(
             sdk.runs.stream(
                 thread_id,
-                GRAPH_ID,
+                AGENT_NAME,
                 input={"messages": [{"role": "user", "content": f"{ADD}Oil the hinges"}]},
                 stream_mode=["messages-tuple", "updates", "custom"],
             )
@@ -189,7 +190,7 @@ def test_a_memory_turn_answered_first_streams_the_reply_then_the_updates_note(in
         model.replies_first = False
 
     events = [part.event for part in parts]
-    reply = [part.data[0]["content"] for part in parts if part.event == "messages" and part.data[1].get("langgraph_node") == GRAPH_ID]
+    reply = [part.data[0]["content"] for part in parts if part.event == "messages" and part.data[1].get("langgraph_node") == AGENT_NAME]
     assert "".join(reply) == REPLY_FIRST_CONFIRMATION
     first_reply = next(i for i, part in enumerate(parts) if part.event == "messages" and part.data[0].get("content"))
     assert first_reply < events.index("custom"), "the reply streams before the update's note"

@@ -23,8 +23,9 @@ from graph.server import auth as server_auth
 from graph.server.guard import client_address
 from graph.server.limits import MAX_RUN_INPUT_BYTES, RequestRefused, check_body
 from graph.settings import Settings, SettingsError
+from graph.state import AGENT_NAME
 from testing.aegra_server import SERVER_KINDS, api_server
-from testing.langgraph_server import GRAPH_ID, token_environment
+from testing.langgraph_server import token_environment
 from testing.openai_stub import OpenAIStub
 
 ALICE, BOB = "alice", "bob"
@@ -119,8 +120,8 @@ def test_every_reader_of_a_credential_refuses_a_repeated_header(monkeypatch):
         (b'{"metadata": {"n": -Infinity}}', "-Infinity"),
         (b'{"metadata": {"n": 1e999999}}', "not finite"),
         (json.dumps({"input": {"messages": []}}).encode(), "holds no user message"),
-        (json.dumps({"id": 1, "method": "run.start", "params": {"assistant_id": GRAPH_ID, "input": {}}}).encode(), "no user message"),
-        (json.dumps({"method": "tools/call", "params": {"name": GRAPH_ID, "arguments": {"messages": []}}}).encode(), "arguments holds no"),
+        (json.dumps({"id": 1, "method": "run.start", "params": {"assistant_id": AGENT_NAME, "input": {}}}).encode(), "no user message"),
+        (json.dumps({"method": "tools/call", "params": {"name": AGENT_NAME, "arguments": {"messages": []}}}).encode(), "arguments holds no"),
         (json.dumps({"method": "message/send", "params": {"message": a2a_message({"kind": "data", "data": {"messages": []}})}}).encode(), "A2A"),
         (json.dumps({"method": "message/send", "params": {"message": {**a2a_message(), "role": "agent"}}}).encode(), "A2A"),
     ],
@@ -161,17 +162,17 @@ def test_every_run_path_takes_the_same_input_limit_and_stores_nothing(server, th
     big = user_says(OVERSIZED)
     message = a2a_message(text=OVERSIZED)
     attempts = {
-        "thread run": (f"/threads/{thread_id}/runs", {"assistant_id": GRAPH_ID, "input": big}),
-        "thread run stream": (f"/threads/{thread_id}/runs/stream", {"assistant_id": GRAPH_ID, "input": big}),
-        "thread run wait": (f"/threads/{thread_id}/runs/wait", {"assistant_id": GRAPH_ID, "input": big}),
-        "stateless run": ("/runs", {"assistant_id": GRAPH_ID, "input": big}),
-        "stateless stream": ("/runs/stream", {"assistant_id": GRAPH_ID, "input": big}),
-        "stateless wait": ("/runs/wait", {"assistant_id": GRAPH_ID, "input": big}),
-        "batch": ("/runs/batch", [{"assistant_id": GRAPH_ID, "input": user_says("Hi")}, {"assistant_id": GRAPH_ID, "input": big}]),
-        "command run.start": (f"/threads/{thread_id}/commands", {"id": 1, "method": "run.start", "params": {"assistant_id": GRAPH_ID, "input": big}}),
+        "thread run": (f"/threads/{thread_id}/runs", {"assistant_id": AGENT_NAME, "input": big}),
+        "thread run stream": (f"/threads/{thread_id}/runs/stream", {"assistant_id": AGENT_NAME, "input": big}),
+        "thread run wait": (f"/threads/{thread_id}/runs/wait", {"assistant_id": AGENT_NAME, "input": big}),
+        "stateless run": ("/runs", {"assistant_id": AGENT_NAME, "input": big}),
+        "stateless stream": ("/runs/stream", {"assistant_id": AGENT_NAME, "input": big}),
+        "stateless wait": ("/runs/wait", {"assistant_id": AGENT_NAME, "input": big}),
+        "batch": ("/runs/batch", [{"assistant_id": AGENT_NAME, "input": user_says("Hi")}, {"assistant_id": AGENT_NAME, "input": big}]),
+        "command run.start": (f"/threads/{thread_id}/commands", {"id": 1, "method": "run.start", "params": {"assistant_id": AGENT_NAME, "input": big}}),
         "command input.respond": (f"/threads/{thread_id}/commands", {"id": 2, "method": "input.respond", "params": {"response": OVERSIZED}}),
-        "A2A": (f"/a2a/{GRAPH_ID}", {"jsonrpc": "2.0", "id": 3, "method": "message/send", "params": {"message": message}}),
-        "MCP": ("/mcp", {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": GRAPH_ID, "arguments": big}}),
+        "A2A": (f"/a2a/{AGENT_NAME}", {"jsonrpc": "2.0", "id": 3, "method": "message/send", "params": {"message": message}}),
+        "MCP": ("/mcp", {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": AGENT_NAME, "arguments": big}}),
         "state update": (f"/threads/{thread_id}/state", {"values": big}),
     }
     for what, (path, body) in attempts.items():
@@ -203,13 +204,13 @@ def test_a_rebound_host_is_refused_before_its_tokens_are_counted(server):
 
 def test_fields_without_a_limit_of_their_own_are_bounded_and_nothing_is_stored(server, thread_id):
     attempts = {
-        "assistant name": ("POST", "/assistants", {"graph_id": GRAPH_ID, "name": NINE_HUNDRED_KIB}),
-        "assistant description": ("POST", "/assistants", {"graph_id": GRAPH_ID, "description": NINE_HUNDRED_KIB}),
-        "assistant config": ("POST", "/assistants", {"graph_id": GRAPH_ID, "config": {"tags": [NINE_HUNDRED_KIB]}}),
+        "assistant name": ("POST", "/assistants", {"graph_id": AGENT_NAME, "name": NINE_HUNDRED_KIB}),
+        "assistant description": ("POST", "/assistants", {"graph_id": AGENT_NAME, "description": NINE_HUNDRED_KIB}),
+        "assistant config": ("POST", "/assistants", {"graph_id": AGENT_NAME, "config": {"tags": [NINE_HUNDRED_KIB]}}),
         "assistant update name": ("PATCH", f"/assistants/{uuid.uuid4()}", {"name": NINE_HUNDRED_KIB}),
-        "run checkpoint": ("POST", f"/threads/{thread_id}/runs", {"assistant_id": GRAPH_ID, "checkpoint": {"checkpoint_id": NINE_HUNDRED_KIB}}),
-        "run checkpoint_id": ("POST", f"/threads/{thread_id}/runs", {"assistant_id": GRAPH_ID, "checkpoint_id": "c" * 1000}),
-        "run webhook": ("POST", f"/threads/{thread_id}/runs", {"assistant_id": GRAPH_ID, "webhook": "http://x/" + NINE_HUNDRED_KIB}),
+        "run checkpoint": ("POST", f"/threads/{thread_id}/runs", {"assistant_id": AGENT_NAME, "checkpoint": {"checkpoint_id": NINE_HUNDRED_KIB}}),
+        "run checkpoint_id": ("POST", f"/threads/{thread_id}/runs", {"assistant_id": AGENT_NAME, "checkpoint_id": "c" * 1000}),
+        "run webhook": ("POST", f"/threads/{thread_id}/runs", {"assistant_id": AGENT_NAME, "webhook": "http://x/" + NINE_HUNDRED_KIB}),
         "thread search ids": ("POST", "/threads/search", {"ids": [str(uuid.uuid4())] * 20_000}),
         "store search query": ("POST", "/store/items/search", {"namespace_prefix": ["todo"], "query": NINE_HUNDRED_KIB}),
         "store search filter": ("POST", "/store/items/search", {"namespace_prefix": ["todo"], "filter": {"task": NINE_HUNDRED_KIB}}),
@@ -229,12 +230,12 @@ def test_fields_without_a_limit_of_their_own_are_bounded_and_nothing_is_stored(s
 def test_a_run_without_a_user_message_is_a_400_and_the_thread_stays_usable(server, thread_id):
     for run_input in NO_USER_MESSAGE:
         for path, body in (
-            (f"/threads/{thread_id}/runs/wait", {"assistant_id": GRAPH_ID, "input": run_input}),
-            ("/runs/wait", {"assistant_id": GRAPH_ID, "input": run_input}),
-            (f"/threads/{thread_id}/commands", {"id": 5, "method": "run.start", "params": {"assistant_id": GRAPH_ID, "input": run_input}}),
-            ("/mcp", {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": GRAPH_ID, "arguments": run_input}}),
+            (f"/threads/{thread_id}/runs/wait", {"assistant_id": AGENT_NAME, "input": run_input}),
+            ("/runs/wait", {"assistant_id": AGENT_NAME, "input": run_input}),
+            (f"/threads/{thread_id}/commands", {"id": 5, "method": "run.start", "params": {"assistant_id": AGENT_NAME, "input": run_input}}),
+            ("/mcp", {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": AGENT_NAME, "arguments": run_input}}),
             # A2A merges a data part over the message its text parts make: `{"messages": []}` empties it.
-            (f"/a2a/{GRAPH_ID}", {"jsonrpc": "2.0", "id": 7, "method": "message/send", "params": {"message": a2a_message({"kind": "data", "data": {**run_input, "messages": []}})}}),
+            (f"/a2a/{AGENT_NAME}", {"jsonrpc": "2.0", "id": 7, "method": "message/send", "params": {"message": a2a_message({"kind": "data", "data": {**run_input, "messages": []}})}}),
         ):
             response = httpx.post(f"{server}{path}", json=body, headers=alice(), timeout=30)
             assert response.status_code == 400, (path, run_input, response.status_code, response.text[:200])

@@ -11,8 +11,8 @@ from langgraph_sdk.errors import APIStatusError
 
 from graph.memory.store import user_label
 from graph.server.limits import MAX_RUN_INPUT_BYTES, MAX_SEARCH_LIMIT, MAX_STORE_VALUE_BYTES
+from graph.state import AGENT_NAME
 from testing.langgraph_server import (
-    GRAPH_ID,
     langgraph_dev,
     new_thread,
     offline_environment,
@@ -120,7 +120,7 @@ def test_oversized_writes_are_refused_quickly_and_search_limits_clamped(server):
 
     thread_id = alice.threads.create()["thread_id"]
     with pytest.raises((APIStatusError, httpx.HTTPStatusError)) as refused:
-        alice.runs.wait(thread_id, GRAPH_ID, input={"messages": [{"role": "user", "content": "z" * (MAX_RUN_INPUT_BYTES + 1)}]})
+        alice.runs.wait(thread_id, AGENT_NAME, input={"messages": [{"role": "user", "content": "z" * (MAX_RUN_INPUT_BYTES + 1)}]})
     assert refused.value.response.status_code == 413
 
 
@@ -135,7 +135,7 @@ def test_a_client_cannot_choose_the_model_the_role_or_the_number_of_rounds(serve
 
     bob.runs.wait(
         new_thread(bob),
-        GRAPH_ID,
+        AGENT_NAME,
         input={"messages": [{"role": "user", "content": "Add ten tasks."}]},
         config={"configurable": greedy, "recursion_limit": 500},
     )

@@ -24,8 +24,9 @@ from websockets.sync.client import connect
 from graph.memory.store import user_label
 from graph.server.guard import FailedLogins, is_loopback_host, same_origin
 from graph.server.limits import MAX_JSON_DEPTH, RequestRefused, check_body
+from graph.state import AGENT_NAME
 from testing.helpers import free_port
-from testing.langgraph_server import GRAPH_ID, langgraph_dev, offline_environment, token_server
+from testing.langgraph_server import langgraph_dev, offline_environment, token_server
 from testing.openai_stub import OpenAIStub
 from testing.stored_names import PROFILE, PROFILE_KEY, TODO
 
@@ -233,10 +234,10 @@ def test_oversized_names_metadata_commands_and_supersteps_are_refused_and_nothin
         "index field": ("PUT", "/store/items", {"namespace": namespace, "key": "k", "value": {"task": "t"}, "index": [BIG_NAME]}),
         "thread metadata": ("POST", "/threads", {"metadata": {"note": THREE_MB}}),
         "thread metadata update": ("PATCH", f"/threads/{thread_id}", {"metadata": {"note": "m" * 100_000}}),
-        "assistant metadata": ("POST", "/assistants", {"graph_id": GRAPH_ID, "metadata": {"note": "m" * 100_000}}),
-        "run command": ("POST", f"/threads/{thread_id}/runs", {"assistant_id": GRAPH_ID, "command": {"update": {"messages": [{"role": "user", "content": THREE_MB}]}}}),
+        "assistant metadata": ("POST", "/assistants", {"graph_id": AGENT_NAME, "metadata": {"note": "m" * 100_000}}),
+        "run command": ("POST", f"/threads/{thread_id}/runs", {"assistant_id": AGENT_NAME, "command": {"update": {"messages": [{"role": "user", "content": THREE_MB}]}}}),
         "supersteps": ("POST", "/threads", {"supersteps": [{"updates": [{"values": {"messages": [THREE_MB]}, "as_node": "__input__"}]}]}),
-        "small command, huge body": ("POST", f"/threads/{thread_id}/runs", {"assistant_id": GRAPH_ID, "padding": THREE_MB}),
+        "small command, huge body": ("POST", f"/threads/{thread_id}/runs", {"assistant_id": AGENT_NAME, "padding": THREE_MB}),
     }
     for what, (method, path, body) in attempts.items():
         response = httpx.request(method, f"{server}{path}", headers=alice_headers(), json=body, timeout=30)

@@ -18,9 +18,9 @@ from langgraph_sdk import get_sync_client
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from graph.agent import AGENT_NAME
 from graph.memory.store import user_label
-from testing.langgraph_server import GRAPH_ID, ROOT, token_server
+from graph.state import AGENT_NAME
+from testing.langgraph_server import ROOT, token_server
 from testing.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply
 from testing.stored_names import TODO
 from testing.stub_script import Script, update
@@ -79,8 +79,8 @@ def test_the_agent_is_one_tool_that_says_what_it_does(server):
 
     (tool,) = with_mcp(server, TOKENS[ALICE], use)
 
-    described = json.loads((ROOT / "langgraph.json").read_text())["graphs"][GRAPH_ID]["description"]
-    assert tool.name == AGENT_NAME == GRAPH_ID == "task_maistro"
+    described = json.loads((ROOT / "langgraph.json").read_text())["graphs"][AGENT_NAME]["description"]
+    assert tool.name == AGENT_NAME == "task_maistro"
     assert tool.description == described and "ToDo list" in described and "profile" in described
     assert tool.input_schema["properties"].keys() == {"messages"}, "no internal state fields (summary, remaining_steps)"
     assert tool.input_schema["required"] == ["messages"]

@@ -18,8 +18,9 @@ import pytest
 from langgraph_sdk import get_client
 
 from graph.settings import DEFAULT_NODE_THREADS
+from graph.state import AGENT_NAME
 from testing.aegra_server import SERVER_KINDS, aegra_instances
-from testing.langgraph_server import GRAPH_ID, langgraph_dev, token_environment
+from testing.langgraph_server import langgraph_dev, token_environment
 from testing.openai_stub import OpenAIStub, text_reply
 from testing.postgres_server import create_database
 
@@ -66,7 +67,7 @@ async def run_at_once(url: str) -> list[str]:
     threads = await asyncio.gather(*(client.threads.create() for _ in range(RUNS)))
 
     async def turn(thread: dict) -> list[str]:
-        parts = client.runs.stream(thread["thread_id"], GRAPH_ID, input={"messages": [{"role": "user", "content": "hi"}]})
+        parts = client.runs.stream(thread["thread_id"], AGENT_NAME, input={"messages": [{"role": "user", "content": "hi"}]})
         return [str(part.data) async for part in parts if part.event == "error"]
 
     try:

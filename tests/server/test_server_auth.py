@@ -24,8 +24,9 @@ from graph.run_context import RunContext
 from graph.server import auth as server_auth
 from graph.server.limits import MAX_STORE_VALUE_BYTES
 from graph.settings import Settings
+from graph.state import AGENT_NAME
 from testing.aegra_server import HEALTH, SERVER_KINDS, api_server
-from testing.langgraph_server import GRAPH_ID, new_thread, offline_environment, play
+from testing.langgraph_server import new_thread, offline_environment, play
 from testing.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply
 from testing.stored_names import INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_KEY, TODO
 from testing.stub_script import Script, update
@@ -278,7 +279,7 @@ class BobsData:
 def bobs_data(clients: dict[str, SyncLangGraphClient], script: Script) -> BobsData:
     """Bob's conversation (two threads, the second through his own assistant) and memories he wrote himself."""
     bob = clients[BOB]
-    assistant_id = bob.assistants.create(GRAPH_ID, context={"role": BOB_ROLE})["assistant_id"]
+    assistant_id = bob.assistants.create(AGENT_NAME, context={"role": BOB_ROLE})["assistant_id"]
     thread_ids = [new_thread(bob), new_thread(bob)]
     remember(bob, script, thread_ids[0], BOB_TASKS[0])
     remember(bob, script, thread_ids[1], BOB_TASKS[1], assistant_id=assistant_id)
@@ -300,7 +301,7 @@ def test_requests_without_a_valid_token_get_401(server, server_kind):
         "threads.search": lambda client: client.threads.search(),
         "threads.create": lambda client: client.threads.create(),
         "assistants.search": lambda client: client.assistants.search(),
-        "runs.wait": lambda client: client.runs.wait(None, GRAPH_ID, input=HELLO),
+        "runs.wait": lambda client: client.runs.wait(None, AGENT_NAME, input=HELLO),
         "store.search_items": lambda client: client.store.search_items((TODO, ALICE)),
         "store.put_item": lambda client: client.store.put_item((TODO, ALICE), "k", {"task": "x"}),
         "store.list_namespaces": lambda client: client.store.list_namespaces(),
@@ -338,7 +339,7 @@ def test_each_user_converses_with_their_own_memories(clients, script, stub, bobs
 
 def test_a_client_supplied_user_id_is_ignored(clients, script, bobs_data):
     alice = clients[ALICE]
-    bobs_assistant_copy = alice.assistants.create(GRAPH_ID, context={"user_id": BOB})["assistant_id"]
+    bobs_assistant_copy = alice.assistants.create(AGENT_NAME, context={"user_id": BOB})["assistant_id"]
     spoofs = {
         "config user_id": {"config": {"configurable": {"user_id": BOB}}},
         "config default_user_id": {"config": {"configurable": {"user_id": "", "default_user_id": BOB}}},
@@ -445,22 +446,22 @@ def attack_threads_and_runs(client: SyncLangGraphClient, attempts: Attempts, bob
         attempts.target("threads.delete", lambda: client.threads.delete(thread_id))
         attempts.target("runs.list", lambda: client.runs.list(thread_id))
         attempts.target("runs.get", lambda: client.runs.get(thread_id, run_id))
-        attempts.target("runs.create", lambda: client.runs.create(thread_id, GRAPH_ID, input=HELLO))
-        attempts.target("runs.stream", lambda: client.runs.stream(thread_id, GRAPH_ID, input=HELLO))
-        attempts.target("runs.wait", lambda: client.runs.wait(thread_id, GRAPH_ID, input=HELLO))
+        attempts.target("runs.create", lambda: client.runs.create(thread_id, AGENT_NAME, input=HELLO))
+        attempts.target("runs.stream", lambda: client.runs.stream(thread_id, AGENT_NAME, input=HELLO))
+        attempts.target("runs.wait", lambda: client.runs.wait(thread_id, AGENT_NAME, input=HELLO))
         attempts.target("runs.join", lambda: client.runs.join(thread_id, run_id))
         attempts.target("runs.join_stream", lambda: client.runs.join_stream(thread_id, run_id))
         attempts.target("runs.cancel", lambda: client.runs.cancel(thread_id, run_id))
         attempts.target("runs.delete", lambda: client.runs.delete(thread_id, run_id))
         attempts.target("crons.create_for_thread", lambda: client.crons.create_for_thread(
-            thread_id, GRAPH_ID, schedule="* * * * *", input=HELLO))
+            thread_id, AGENT_NAME, schedule="* * * * *", input=HELLO))
     own_thread = new_thread(client)
     not_own = attempts.not_own
     attempts.listing("threads.create as B's", lambda: client.threads.create(metadata={"owner": BOB}), not_own)
     attempts.listing("threads.update to B", lambda: client.threads.update(own_thread, metadata={"owner": BOB}), not_own)
     attempts.listing("threads.search", lambda: client.threads.search(limit=100))
     attempts.listing("threads.search by owner", lambda: client.threads.search(metadata={"owner": BOB}))
-    attempts.target("crons.create", lambda: client.crons.create(GRAPH_ID, schedule="* * * * *", input=HELLO))
+    attempts.target("crons.create", lambda: client.crons.create(AGENT_NAME, schedule="* * * * *", input=HELLO))
     attempts.listing("crons.search", lambda: client.crons.search())
     attempts.listing("threads.count by owner", lambda: client.threads.count(metadata={"owner": BOB}), bool)
 
@@ -481,7 +482,7 @@ def attack_assistants(client: SyncLangGraphClient, attempts: Attempts, bob: Bobs
     attempts.target("update the server's assistant", lambda: client.assistants.update(system_id, context={"role": "Leak."}))
     attempts.target("delete the server's assistant", lambda: client.assistants.delete(system_id))
     system_claim = {"owner": BOB, "created_by": "system"}
-    attempts.listing("assistants.create as B's", lambda: client.assistants.create(GRAPH_ID, metadata=system_claim),
+    attempts.listing("assistants.create as B's", lambda: client.assistants.create(AGENT_NAME, metadata=system_claim),
                      attempts.not_own)
     attempts.listing("assistants.search", lambda: client.assistants.search(limit=100))
     attempts.listing("assistants.search by owner", lambda: client.assistants.search(metadata={"owner": BOB}))
@@ -514,7 +515,7 @@ def attack_store(client: SyncLangGraphClient, attempts: Attempts, bob: BobsData)
 
 def test_no_user_reaches_another_users_threads_runs_assistants_or_memories(clients, bobs_data):
     bob = clients[BOB]
-    (system,) = bob.assistants.search(graph_id=GRAPH_ID, metadata={"created_by": "system"})
+    (system,) = bob.assistants.search(graph_id=AGENT_NAME, metadata={"created_by": "system"})
     results = {}
     for attacker in (ALICE, CAROL):
         attempts = Attempts(attacker, bobs_data.markers)

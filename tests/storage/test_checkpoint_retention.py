@@ -6,10 +6,11 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import HumanMessage
 
-from graph import build_graph, close_graph
-from graph.agent import create_builder
+from graph import DEFAULT_MEMORY_KINDS, build_graph, close_graph
+from graph.agent import graph_builder
 from graph.backends.sqlite import DATABASE_FILE
 from graph.memory.admin import last_thread
+from graph.runtime import GraphRuntime
 from graph.settings import SettingsError
 from testing.helpers import config, todos
 from testing.scripted_session import task_keeper
@@ -74,7 +75,7 @@ def _unpruned_sqlite(directory: Path, model) -> None:
     store = SqliteStore(connect(directory / DATABASE_FILE, autocommit=True))
     saver.setup()
     store.setup()
-    graph = create_builder(lambda _settings: model).compile(checkpointer=saver, store=store)
+    graph = graph_builder(GraphRuntime(DEFAULT_MEMORY_KINDS), lambda _settings: model).compile(checkpointer=saver, store=store)
     play(graph, TURNS)
     saver.conn.close()
     store.conn.close()
@@ -108,7 +109,7 @@ def test_an_existing_postgres_database_is_pruned_on_first_open(fresh_database, m
     with PostgresSaver.from_conn_string(fresh_database) as saver, PostgresStore.from_conn_string(fresh_database) as store:
         saver.setup()
         store.setup()
-        play(create_builder(lambda _settings: model).compile(checkpointer=saver, store=store), TURNS)
+        play(graph_builder(GraphRuntime(DEFAULT_MEMORY_KINDS), lambda _settings: model).compile(checkpointer=saver, store=store), TURNS)
         assert len(list(saver.list(config()))) == CHECKPOINTS_PER_TURN * TURNS
 
     agent = build_graph(database_url=fresh_database, chat_model=lambda _settings: model)

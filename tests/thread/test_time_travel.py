@@ -8,9 +8,10 @@ from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from graph import build_graph, close_graph
-from graph.agent import create_builder
+from graph import DEFAULT_MEMORY_KINDS, build_graph, close_graph
+from graph.agent import graph_builder
 from graph.backends.checkpoints import CheckpointNotKept, PruningSqliteSaver
+from graph.runtime import GraphRuntime
 from testing.helpers import config, todos
 from testing.scripted_session import task_keeper
 
@@ -22,7 +23,7 @@ CHECKPOINTS_PER_TURN = 5
 def reference():
     """The same agent on LangGraph's in-memory saver and store, which keep every checkpoint."""
     model = task_keeper()
-    return create_builder(lambda _settings: model).compile(checkpointer=InMemorySaver(), store=InMemoryStore())
+    return graph_builder(GraphRuntime(DEFAULT_MEMORY_KINDS), lambda _settings: model).compile(checkpointer=InMemorySaver(), store=InMemoryStore())
 
 
 @pytest.fixture
