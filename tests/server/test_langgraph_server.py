@@ -287,7 +287,7 @@ def test_a_memory_turn_streams_the_reply_before_the_update_and_its_note_with_one
     ], "the reply streams first; once the update lands the chat node ends the run without a model call"
     assert "".join(reply_chunk(part) for part in parts) == reply, "the reply's tokens stream once"
     messages = [part.data[0] for part in parts if part.event == "messages" and part.data[1]["langgraph_node"] == AGENT_NAME]
-    assert [m["type"] for m in messages if m["type"] != "AIMessageChunk"] == ["remove", "ai"], "the rewrite, the calls"
+    assert [m["type"] for m in messages if m["type"] != "AIMessageChunk"] == ["ai", "remove"], "the calls, then the rewrite"
     assert not [m for m in messages if m["type"] != "AIMessageChunk" and m.get("content")], "no whole copy of it"
     thread = client.threads.get_state(thread_id)["values"]["messages"]
     assert [m["type"] for m in thread] == ["human", "ai", "tool", "ai"], "the turn ends with its reply"
