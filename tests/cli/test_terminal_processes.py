@@ -383,6 +383,9 @@ def test_a_line_typed_during_a_reply_is_the_next_message(stub, script):
         chat.wait_for(r"you › And tomorrow\?\n")
         chat.wait_for("And here is the next one.")
         chat.wait_for("you ›")
+        # At the prompt, not in the instant between its printing and readline taking the terminal (a Ctrl-D then is
+        # lost to the terminal's mode change, as in any readline program).
+        time.sleep(0.3)
         chat.press_ctrl_d()
     finally:
         code = chat.close(timeout=20)
