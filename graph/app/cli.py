@@ -256,7 +256,10 @@ def due(
         _fail("No memory kind declares a deadline_field, so nothing can be due.")
     now = RunContext().now()
     with _store(data_dir) as store:
-        found = [(kind, due_items(kind, read_kind(store, kind, user_id), now, days)) for kind in kinds]
+        found = [
+            (kind, due_items(read_kind(store, kind, user_id), now, days, deadline_field=kind.deadline_field, is_open=kind.is_open))
+            for kind in kinds
+        ]
     items = [item for _, listed in found for item in (*listed.overdue, *listed.upcoming)]
     if as_json:
         typer.echo(json.dumps({item.key: item.value for item in items}, ensure_ascii=False, indent=2))

@@ -5,15 +5,13 @@ Plain functions of stored values and a current time (the run's `RunContext.now()
 uses): a deadline without a zone is taken as UTC, as the ranking of a long list takes it.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: the chat prompt's rendering imports this module
     from langgraph.store.base import Item
-
-    from graph.memory.kinds import MemoryKind
 
 OVERDUE = "overdue"
 DUE_TODAY = "today"
@@ -56,12 +54,14 @@ class Due:
         return (self.until - timedelta(days=1)).date()
 
 
-def due_items(kind: "MemoryKind", items: Sequence["Item"], now: datetime, days: int) -> Due:
-    """The open documents of `kind` (by its `status_field`) among `items` whose `deadline_field` has passed, and
-    those due by the end of the day `days` days after `now`'s (in `now`'s zone), by deadline."""
+def due_items(
+    items: Sequence["Item"], now: datetime, days: int, *, deadline_field: str, is_open: Callable[[Mapping[str, Any]], bool]
+) -> Due:
+    """The open documents among `items` (`is_open`: a kind's `MemoryKind.is_open`) whose `deadline_field` has
+    passed, and those due by the end of the day `days` days after `now`'s (in `now`'s zone), by deadline."""
     until = datetime.combine(now.date() + timedelta(days=days + 1), time(), now.tzinfo)
-    dated = [(deadline, item) for item in items if kind.is_open(item.value)
-             if (deadline := deadline_at(item.value.get(kind.deadline_field))) is not None]
+    dated = [(deadline, item) for item in items if is_open(item.value)
+             if (deadline := deadline_at(item.value.get(deadline_field))) is not None]
     dated.sort(key=lambda pair: (pair[0], pair[1].key))
     return Due(
         overdue=[item for deadline, item in dated if deadline < now],
