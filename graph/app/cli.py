@@ -1,7 +1,7 @@
 """The `maistro` console script: chat, look at, export, import and forget a user's memories, or run the demo.
 
 Commands import what they use when they run, so `maistro --help` starts in a blink; read-only commands
-(`todos`, `profile`, `instructions`, `history`, `export`) open the store alone: no graph, no model client.
+(`todos`, `profile`, `instructions`, `due`, `history`, `export`) open the store alone: no graph, no model client.
 """
 
 import json
@@ -39,6 +39,8 @@ DataDirOption = Annotated[
 ]
 # How many changes `maistro history` shows unless told: a screenful.
 HISTORY_LIMIT = 20
+# How many days ahead `maistro due` looks unless told: a week.
+DUE_DAYS = 7
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON (store key → value) instead of a table.")]
 
 
@@ -229,6 +231,52 @@ def profile(user: UserOption = None, as_json: JsonOption = False, data_dir: Data
 def instructions(user: UserOption = None, as_json: JsonOption = False, data_dir: DataDirOption = None) -> None:
     """Show the instructions for writing ToDos (`show instructions`)."""
     show("instructions", user, as_json, data_dir)
+
+
+@app.command()
+def due(
+    days: Annotated[
+        int, typer.Option("--days", "-d", min=0, help=f"Show what is due within N days (default {DUE_DAYS}; 0: today).")
+    ] = DUE_DAYS,
+    user: UserOption = None,
+    as_json: JsonOption = False,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Show the open ToDos that are due: overdue ones first, then those due within --days days, by deadline (in
+    MAISTRO_TIMEZONE's time), read from the store without a model."""
+    from graph.memory.due import due_items
+    from graph.memory.kinds import configured_kinds
+    from graph.memory.rendering import joined
+    from graph.memory.store import read_kind
+    from graph.run_context import RunContext
+
+    user_id = _user(user)
+    kinds = [kind for kind in configured_kinds() if kind.deadline_field]
+    if not kinds:
+        _fail("No memory kind declares a deadline_field, so nothing can be due.")
+    now = RunContext().now()
+    with _store(data_dir) as store:
+        found = [
+            (kind, due_items(read_kind(store, kind, user_id), now, days, deadline_field=kind.deadline_field, is_open=kind.is_open))
+            for kind in kinds
+        ]
+    items = [item for _, listed in found for item in (*listed.overdue, *listed.upcoming)]
+    if as_json:
+        typer.echo(json.dumps({item.key: item.value for item in items}, ensure_ascii=False, indent=2))
+        return
+    if not items:
+        last_day = found[0][1].last_day
+        plurals = joined([kind.plural for kind in kinds])
+        typer.echo(f"Nothing is due for {user_id}: no open {plurals} overdue or due by {last_day:%Y-%m-%d}.")
+        return
+    from rich.console import Console
+
+    from graph.app.tables import due_tables
+
+    console = Console()
+    for kind, listed in found:
+        for table in due_tables(kind, listed, user_id):
+            console.print(table)
 
 
 @app.command()

@@ -11,6 +11,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from graph.memory.due import Due
 from graph.memory.formats import Column, date_time_text
 from graph.memory.kinds import MemoryKind, UnknownKindError, kind_named
 from graph.memory.rendering import capitalized
@@ -54,11 +55,12 @@ def document_table(kind: MemoryKind, document: Mapping[str, Any] | None, user_id
     return table
 
 
-def collection_table(kind: MemoryKind, items: Sequence[Item], user_id: str) -> RenderableType:
-    """A collection's documents (the ToDos, contacts), one row each, in the columns its kind declares."""
+def collection_table(kind: MemoryKind, items: Sequence[Item], user_id: str, title: str = "") -> RenderableType:
+    """A collection's documents (the ToDos, contacts), one row each, in the columns its kind declares, under
+    `title` (default: the kind's title and the user's id)."""
     if not items:
         return Text(f"No {kind.plural} yet for {user_id}.")
-    table = Table(title=f"{capitalized(kind.title)} of {user_id}", show_lines=True)
+    table = Table(title=title or f"{capitalized(kind.title)} of {user_id}", show_lines=True)
     for column in kind.columns:
         table.add_column(column.heading)
     for item in items:
@@ -71,6 +73,16 @@ def _cell(column: Column, value: Any) -> Text:
     written = (column.text or readable)(value) if value is not None else ""
     written = written or column.default
     return Text(written, style=column.style(written))
+
+
+def due_tables(kind: MemoryKind, due: Due, user_id: str) -> list[RenderableType]:
+    """The tables of what of `kind` is due (`graph.memory.due.due_items`): the overdue documents, then those due by
+    `due.last_day`; a table only for documents there are."""
+    tables = [
+        (due.overdue, f"Overdue {kind.plural} of {user_id}"),
+        (due.upcoming, f"{capitalized(kind.plural)} of {user_id} due by {due.last_day:%Y-%m-%d}"),
+    ]
+    return [collection_table(kind, items, user_id, title) for items, title in tables if items]
 
 
 def text_panel(kind: MemoryKind, text: str, user_id: str) -> RenderableType:

@@ -14,6 +14,7 @@ resumed run, another process) reads afresh. What a graph keeps of its reads is i
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
@@ -54,19 +55,20 @@ class TurnRead:
 @dataclass(frozen=True)
 class TurnMemories:
     """The memories a turn works with: two selections of each collection (for the chat prompt and for an update),
-    and every other kind's documents, by kind name."""
+    and every other kind's documents, by kind name; `now` is the time the turn read them, in the user's zone."""
 
     store: BaseStore
     documents: Mapping[str, list[dict[str, Any]]]
     prompt: Mapping[str, Selection]
     update: Mapping[str, Selection]
+    now: datetime | None = None
 
     def shown(self, kind: MemoryKind) -> str:
         """The kind's memories as the chat prompt shows them: a collection's documents chosen for the turn, else
-        its documents (`graph.memory.rendering`)."""
+        its documents (`graph.memory.rendering`), what is due said against the turn's `now`."""
         if kind.collection:
-            return render_collection(kind, self.prompt[kind.name])
-        return render_documents(kind, self.documents[kind.name])
+            return render_collection(kind, self.prompt[kind.name], self.now)
+        return render_documents(kind, self.documents[kind.name], self.now)
 
     def context_of(self, kind: MemoryKind, kinds: Sequence[MemoryKind]) -> dict[str, str]:
         """What `kind`'s extraction reads of other kinds (`MemoryKind.context_kinds`), by name: each one's memories
@@ -173,7 +175,7 @@ def read_turn_memories(
         hits = semantic_hits(store, user_id, query, widest.semantic, candidates.kind) if many else []
         prompt[name] = choose(candidates, prompt_limit, hits)
         update[name] = choose(candidates, update_limit, hits)
-    return TurnMemories(store=store, documents=read.documents, prompt=prompt, update=update)
+    return TurnMemories(store=store, documents=read.documents, prompt=prompt, update=update, now=settings.now())
 
 
 def select_collection(

@@ -1,5 +1,5 @@
 """How a memory kind's values are shown, as its declaration says: the columns of the CLI's table (`Column`) with
-formats for a date-time, minutes and a bullet list, and the ToDo's one-line form in the chat prompt
+formats for a date-time, minutes and a bullet list, and the ToDo's one-line form in the chat prompt, saying what is due
 (`MemoryKind.render`).
 
 Plain data and functions of stored values, declared by the tutorial's kinds (`graph.memory.kinds`) and usable
@@ -10,6 +10,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+from graph.memory.due import DUE_TODAY, OVERDUE, due_state
+
+# The ToDo statuses of work still to do (the ToDo kind's `open_statuses`).
+OPEN_TODO_STATUSES = ("not started", "in progress")
+# How a ToDo's line in the chat prompt introduces its deadline, by `due_state`: a few tokens say what is due.
+DUE_WORDS = {OVERDUE: "overdue since", DUE_TODAY: "due today", "": "due"}
 
 
 @dataclass(frozen=True)
@@ -60,19 +67,22 @@ def bullets(value: Any) -> str:
     return "\n".join(f"• {item}" for item in value or [])
 
 
-def todo_line(todo: Mapping[str, Any]) -> str:
-    """One ToDo as a single line: task | due | minutes | status | solutions."""
+def todo_line(todo: Mapping[str, Any], now: datetime | None = None) -> str:
+    """One ToDo as a single line: task | due | minutes | status | solutions; with the current time `now`, an open
+    ToDo's deadline says "overdue since" once it has passed, and "due today" when it falls later on `now`'s day."""
+    status = str(todo.get("status", "not started"))
     parts = [str(todo.get("task", ""))]
     if todo.get("deadline"):
-        parts.append(f"due {todo['deadline']}")
+        state = due_state(todo["deadline"], now) if now is not None and status in OPEN_TODO_STATUSES else ""
+        parts.append(f"{DUE_WORDS[state]} {todo['deadline']}")
     if todo.get("time_to_complete"):
         parts.append(f"{todo['time_to_complete']} min")
-    parts.append(str(todo.get("status", "not started")))
+    parts.append(status)
     if todo.get("solutions"):
         parts.append("solutions: " + "; ".join(todo["solutions"]))
     return " | ".join(parts)
 
 
-def todo_lines(todos: Sequence[Mapping[str, Any]]) -> str:
-    """ToDos as the chat prompt shows them: one compact line each (`todo_line`)."""
-    return "\n".join(f"- {todo_line(todo)}" for todo in todos)
+def todo_lines(todos: Sequence[Mapping[str, Any]], now: datetime | None = None) -> str:
+    """ToDos as the chat prompt shows them: one compact line each (`todo_line`), what is due said against `now`."""
+    return "\n".join(f"- {todo_line(todo, now)}" for todo in todos)

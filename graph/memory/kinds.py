@@ -27,7 +27,7 @@ from typing import Any
 from langgraph.constants import END, START
 from pydantic import BaseModel, ConfigDict
 
-from graph.memory.formats import Column, bullets, date_time_text, minutes_text, todo_lines
+from graph.memory.formats import OPEN_TODO_STATUSES, Column, bullets, date_time_text, minutes_text, todo_lines
 from graph.settings import SettingsError, current_settings
 from graph.state import AGENT_NAME
 from prompts import (
@@ -105,7 +105,9 @@ class MemoryKind:
     reports and tables (default: the schema's first field); `indexed_fields` are what the store's semantic
     index embeds, when it has one (default: a collection's summary field; nothing of a single document);
     `render` turns the kind's documents into its section of the chat prompt (default: one line of JSON for a
-    document, a table of rows for a collection, or the text).
+    document, a table of rows for a collection, or the text); a kind with a `deadline_field` has it called with
+    `now=` too, the run's current time in the user's zone, so that it can say what is due (the ToDos' "overdue
+    since" and "due today", `graph.memory.formats.todo_line`).
 
     A collection past the prompt's limit is shown by relevance to the turn (`graph.memory.selection`):
     `status_field` and `open_statuses` name the field that tells open documents from closed ones and its open
@@ -331,7 +333,7 @@ TODO = MemoryKind(
     instruction=TODO_INSTRUCTION,
     node="update_todos",
     status_field="status",
-    open_statuses=("not started", "in progress"),
+    open_statuses=OPEN_TODO_STATUSES,
     deadline_field="deadline",
     examples=("I need to book swim lessons for my son.", "I already paid the phone bill."),
     suggested_fields=("solutions",),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from graph.text_tokens import count_text_tokens
@@ -48,16 +49,17 @@ def _row(kind: MemoryKind, document: Mapping[str, Any]) -> str:
     return f"- {' | '.join(_cell(document.get(name)) for name in kind.schema.model_fields)}"
 
 
-def _document_tokens(kind: MemoryKind, document: Mapping[str, Any]) -> int:
+def _document_tokens(kind: MemoryKind, document: Mapping[str, Any], now: datetime | None) -> int:
     """About how many tokens one document adds to its kind's section of the prompt."""
-    return count_text_tokens(kind.render([document]) if kind.render is not None else _row(kind, document))
+    return count_text_tokens(render_documents(kind, [document], now) if kind.render is not None else _row(kind, document))
 
 
-def render_documents(kind: MemoryKind, documents: Sequence[Mapping[str, Any]]) -> str:
-    """A kind's documents for the prompt: as the kind renders them, else a text kind's text, a single document's
-    line, or a collection's rows (`render_rows`)."""
+def render_documents(kind: MemoryKind, documents: Sequence[Mapping[str, Any]], now: datetime | None = None) -> str:
+    """A kind's documents for the prompt: as the kind renders them (a kind with a `deadline_field` told the current
+    time `now`, when known), else a text kind's text, a single document's line, or a collection's rows
+    (`render_rows`)."""
     if kind.render is not None:
-        return kind.render(documents)
+        return kind.render(documents, now=now) if kind.deadline_field and now is not None else kind.render(documents)
     if kind.text:
         return kind.prompt_text(documents[0].get("memory", "")) if documents else ""
     if not kind.collection:
@@ -65,29 +67,30 @@ def render_documents(kind: MemoryKind, documents: Sequence[Mapping[str, Any]]) -
     return render_rows(kind, documents)
 
 
-def _within_budget(kind: MemoryKind, selection: Selection) -> set[str]:
+def _within_budget(kind: MemoryKind, selection: Selection, now: datetime | None) -> set[str]:
     """The keys of the most relevant documents of `selection` that fit in the kind's `prompt_tokens` (at least one)."""
     by_key = {item.key: item for item in selection.items}
     kept: set[str] = set()
     budget = kind.prompt_tokens or 0
     for key in selection.relevance or by_key:
-        budget -= _document_tokens(kind, by_key[key].value)
+        budget -= _document_tokens(kind, by_key[key].value, now)
         if budget < 0 and kept:
             break
         kept.add(key)
     return kept
 
 
-def render_collection(kind: MemoryKind, selection: Selection) -> str:
-    """A collection's documents the prompt shows (`render_documents`): the most relevant that fit in the kind's
+def render_collection(kind: MemoryKind, selection: Selection, now: datetime | None = None) -> str:
+    """A collection's documents the prompt shows (`render_documents`, what is due said against `now`): the most
+    relevant that fit in the kind's
     `prompt_tokens` (a list of large documents shows fewer of them; no bound: every one chosen), then a count of
     those it leaves out, open and closed (`closed_name`) apart for a kind with a status field."""
-    kept = _within_budget(kind, selection) if kind.prompt_tokens is not None else {item.key for item in selection.items}
+    kept = _within_budget(kind, selection, now) if kind.prompt_tokens is not None else {item.key for item in selection.items}
     shown = [item for item in selection.items if item.key in kept]
     dropped = [item.value for item in selection.items if item.key not in kept]
     hidden_open = selection.hidden_open + sum(map(kind.is_open, dropped))
     hidden_closed = selection.hidden_closed + len(dropped) - sum(map(kind.is_open, dropped))
-    lines = [render_documents(kind, [item.value for item in shown])]
+    lines = [render_documents(kind, [item.value for item in shown], now)]
     if kind.status_field and (hidden_open or hidden_closed):
         lines.append(NOT_SHOWN_OPEN_AND_CLOSED.format(open=hidden_open, closed=hidden_closed, closed_name=kind.closed_name))
     elif hidden_open + hidden_closed:

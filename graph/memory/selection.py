@@ -27,13 +27,14 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from langchain_core.messages import AnyMessage, HumanMessage
 from langgraph.store.base import BaseStore, Item
 
 from graph.memory.change_log import StoredDocument
+from graph.memory.due import deadline_at
 from graph.memory.index_outage import search_by_meaning
 from graph.memory.kinds import MemoryKind
 from graph.memory.store import namespace
@@ -244,15 +245,9 @@ def superset_pattern(term: str) -> str | None:
 
 
 def deadline_of(document: dict, field: str) -> datetime | None:
-    """A document's deadline (its `field`: a kind's `deadline_field`) as an aware datetime (one without a zone is taken as UTC); None
-    when it has none."""
-    if not document.get(field):
-        return None
-    try:
-        parsed = datetime.fromisoformat(str(document[field]))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    """A document's deadline (its `field`: a kind's `deadline_field`) as an aware datetime (one without a zone is taken
+    as UTC); None when it has none (`graph.memory.due.deadline_at`)."""
+    return deadline_at(document.get(field))
 
 
 def _recency(e: Entry) -> tuple:

@@ -44,7 +44,7 @@ def test_help_loads_no_langchain_langgraph_model_client_or_memory_schemas(tmp_pa
     assert "typer" in modules and not modules & heavy, sorted(modules & heavy)
 
 
-@pytest.mark.parametrize("command", ["todos", "profile", "instructions", "history", "export"])
+@pytest.mark.parametrize("command", ["todos", "profile", "instructions", "due", "history", "export"])
 def test_read_only_commands_load_no_model_client(tmp_path, command):
     modules = loaded_modules(tmp_path, CLI.format(args=[command, "--user", "Lance"]))
     assert "langgraph" in modules and not modules & MODEL_CLIENTS, sorted(modules & MODEL_CLIENTS)
