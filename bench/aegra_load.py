@@ -47,7 +47,7 @@ from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 from graph.memory.store import user_label
-from graph.state import AGENT_NAME
+from graph.names import AGENT_NAME
 from testing import postgres_server
 from testing.aegra_server import aegra_instances, redis_server
 from testing.chore_endpoint import ADD, ChoreEndpoint

@@ -24,7 +24,7 @@ from langgraph_sdk import get_client
 
 from bench.aegra_load import model_process, postgres
 from graph.memory.store import user_label
-from graph.state import AGENT_NAME
+from graph.names import AGENT_NAME
 from testing import postgres_server
 from testing.aegra_server import aegra_instances
 from testing.chore_endpoint import ADD

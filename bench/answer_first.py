@@ -39,9 +39,9 @@ from langchain_core.messages import AIMessageChunk, HumanMessage
 from graph import build_graph, close_graph
 from graph.backends.model import load_chat_model
 from graph.memory.store import namespace
+from graph.names import AGENT_NAME
 from graph.run_context import RunContext
 from graph.settings import REPLY_TIMINGS
-from graph.state import AGENT_NAME
 from testing.chore_endpoint import ADD, MOVED, ChoreEndpoint, Request, model_environment, sequential_requests
 from testing.stored_names import PROFILE, TODO
 

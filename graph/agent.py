@@ -38,6 +38,7 @@ from graph.backends.model import ChatModelFactory, ModelCallBudget, load_chat_mo
 from graph.backends.storage import close_storage, open_storage
 from graph.durability import durability_config
 from graph.memory.kinds import MemoryKind, resolve_kinds
+from graph.names import AGENT_NAME
 from graph.nodes.chat import task_maistro
 from graph.nodes.extraction import cached_extractor
 from graph.nodes.update import extraction_options
@@ -45,7 +46,7 @@ from graph.nodes.update_kinds import update_node
 from graph.run_context import RunContext
 from graph.runtime import GraphRuntime, runtime_of
 from graph.settings import current_settings
-from graph.state import AGENT_NAME, InputState, State
+from graph.state import InputState, State
 from graph.thread.tool_calls import pending_update_calls
 
 

@@ -3,11 +3,6 @@
 from langgraph.graph import MessagesState
 from langgraph.managed import RemainingSteps
 
-# The agent's name: its graph's id in langgraph.json and aegra.json, the name the graph is compiled under (the API
-# server names the assistant of a graph factory after its id, Aegra after the graph, and MCP clients see it as the
-# tool's name), and the name of its chat node, as in the tutorial. Spelled here once; the JSON files spell it too.
-AGENT_NAME = "task_maistro"
-
 
 class InputState(MessagesState):
     """What a caller sends: the user's message, in plain language.

@@ -24,7 +24,7 @@ import pytest
 from langgraph_sdk.client import SyncLangGraphClient
 from langgraph_sdk.schema import StreamPart
 
-from graph.state import AGENT_NAME
+from graph.names import AGENT_NAME
 from testing.helpers import free_port
 from testing.openai_stub import OpenAIStub
 

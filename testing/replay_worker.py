@@ -14,7 +14,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.store.base import PutOp
 
 from graph import build_graph
-from graph.state import AGENT_NAME
+from graph.names import AGENT_NAME
 from testing.scripted_model import ScriptedChatModel, add, calls, doc_id_of, patch, route, say, todo
 from testing.stored_names import TODO
 

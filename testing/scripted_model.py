@@ -24,7 +24,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field
 
-from graph.state import AGENT_NAME
+from graph.names import AGENT_NAME
 from graph.text_tokens import count_text_tokens
 from graph.thread.model_message import UPDATE_TOOL
 from graph.thread.tokens import count_tokens

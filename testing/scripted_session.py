@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from langchain_core.messages import HumanMessage
 
 from graph import build_graph
-from graph.state import AGENT_NAME
+from graph.names import AGENT_NAME
 from testing.scripted_model import ScriptedChatModel, calls, route, say, todo
 
 REQUEST = "Remind me: "

@@ -14,10 +14,10 @@ from graph.backends.thread_locks import ThreadLocks
 from graph.memory.history import iter_history
 from graph.memory.kinds import MemoryKind, kind_for_update
 from graph.memory.notes import change_notes
+from graph.names import AGENT_NAME
 from graph.nodes.update import MEMORY_UPDATE_EVENT
 from graph.run_context import RunContext
 from graph.runtime import runtime_of
-from graph.state import AGENT_NAME
 from graph.thread.cut_replies import cut_notice
 from graph.thread.text_calls import speakable_prefix
 from graph.thread.tokens import truncation_notice

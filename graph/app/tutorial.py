@@ -14,8 +14,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS, kind_for_update
+from graph.names import AGENT_NAME
 from graph.run_context import RunContext
-from graph.state import AGENT_NAME
 from testing.scripted_model import (
     Reply,
     ScriptedChatModel,

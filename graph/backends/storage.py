@@ -1,14 +1,19 @@
 """Where threads and memories live: SQLite in the user's data directory, or PostgreSQL when configured."""
 
+from __future__ import annotations
+
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import platformdirs
-from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore, TTLConfig
 
 from graph.settings import current_settings
+
+if TYPE_CHECKING:  # a type only: importing it loads langchain_core's runnables, which a memory table does not need
+    from langgraph.checkpoint.base import BaseCheckpointSaver
 
 APP_NAME = "task-maistro"
 

@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, Too
 from langgraph.graph.state import CompiledStateGraph
 
 from graph.eval.cases import Case
-from graph.state import AGENT_NAME
+from graph.names import AGENT_NAME
 from graph.thread.model_message import UPDATE_TOOL
 from graph.thread.reply_last import calls_message_id
 

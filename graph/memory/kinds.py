@@ -28,8 +28,8 @@ from langgraph.constants import END, START
 from pydantic import BaseModel, ConfigDict
 
 from graph.memory.formats import OPEN_TODO_STATUSES, Column, bullets, date_time_text, minutes_text, todo_lines
+from graph.names import AGENT_NAME
 from graph.settings import SettingsError, current_settings
-from graph.state import AGENT_NAME
 from prompts import (
     CREATE_INSTRUCTIONS,
     INSTRUCTIONS_TELL_USER_RULE,

@@ -58,6 +58,14 @@ def test_a_memory_table_loads_no_export_or_redaction_rules(tmp_path, command):
     assert "graph.app.tables" in modules and not modules & unused, sorted(modules & unused)
 
 
+@pytest.mark.parametrize("command", [["todos"], ["due"], ["show", "profile"]])
+def test_a_memory_table_loads_no_graph_builder(tmp_path, command):
+    """Drawing a table reads the store: it needs neither LangGraph's graph builder nor the graph's state (the
+    agent's name lives apart from them, in `graph/names.py`)."""
+    modules = loaded_modules(tmp_path, CLI.format(args=command), top_level=False)
+    assert not modules & {"langgraph.graph", "langgraph.graph.state", "graph.state", "graph.agent"}
+
+
 def test_the_servers_auth_module_loads_no_agent_or_model_client(tmp_path):
     spec = json.loads((Path(__file__).resolve().parents[2] / "langgraph.json").read_text())
     module = spec["auth"]["path"].split(":")[0].removeprefix("./").removesuffix(".py").replace("/", ".")

@@ -27,7 +27,7 @@ LAYERS = (
     ("prompts", "schemas"),
     # Import nothing of the package: the operator's settings, the graph's state, plain-text token estimates, the
     # bounded record the caches use.
-    (f"{PACKAGE}.settings", f"{PACKAGE}.state", f"{PACKAGE}.text_tokens", f"{PACKAGE}.recent"),
+    (f"{PACKAGE}.settings", f"{PACKAGE}.state", f"{PACKAGE}.text_tokens", f"{PACKAGE}.recent", f"{PACKAGE}.names"),
     (f"{PACKAGE}.run_context",),
     (f"{PACKAGE}.memory",),  # long-term memory
     (f"{PACKAGE}.thread",),  # short-term memory

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from graph.state import AGENT_NAME
+from graph.names import AGENT_NAME
 from graph.thread.model_message import UPDATE_TOOL
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE = ("graph", "testing", "bench")
 
 
-@pytest.mark.parametrize(("literal", "home"), [(AGENT_NAME, "graph/state.py"), (UPDATE_TOOL, "graph/thread/model_message.py")])
+@pytest.mark.parametrize(("literal", "home"), [(AGENT_NAME, "graph/names.py"), (UPDATE_TOOL, "graph/thread/model_message.py")])
 def test_each_name_is_spelled_once_in_the_code(literal, home):
     spelled = [
         f"{path.relative_to(ROOT)}:{token.start[0]}"

@@ -17,7 +17,7 @@ from langgraph_sdk.client import SyncLangGraphClient
 
 from graph.backends.embeddings import MultilingualEmbeddings
 from graph.memory.store import HISTORY, user_label
-from graph.state import AGENT_NAME
+from graph.names import AGENT_NAME
 from testing.aegra_server import aegra_instances, embedding_server, redis_server
 from testing.chore_endpoint import ADD, REPLY_FIRST_CONFIRMATION, ChoreEndpoint
 from testing.langgraph_server import ROOT, new_thread, play, token_environment

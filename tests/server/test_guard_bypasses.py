@@ -19,11 +19,11 @@ import pytest
 from langgraph_sdk import Auth, get_sync_client
 from starlette.datastructures import Headers
 
+from graph.names import AGENT_NAME
 from graph.server import auth as server_auth
 from graph.server.guard import client_address
 from graph.server.limits import MAX_RUN_INPUT_BYTES, RequestRefused, check_body
 from graph.settings import Settings, SettingsError
-from graph.state import AGENT_NAME
 from testing.aegra_server import SERVER_KINDS, api_server
 from testing.langgraph_server import token_environment
 from testing.openai_stub import OpenAIStub

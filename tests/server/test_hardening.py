@@ -10,8 +10,8 @@ from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import APIStatusError
 
 from graph.memory.store import user_label
+from graph.names import AGENT_NAME
 from graph.server.limits import MAX_RUN_INPUT_BYTES, MAX_SEARCH_LIMIT, MAX_STORE_VALUE_BYTES
-from graph.state import AGENT_NAME
 from testing.langgraph_server import (
     langgraph_dev,
     new_thread,

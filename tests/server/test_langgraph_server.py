@@ -32,8 +32,8 @@ from graph.app.tutorial import (
     TOYOTA_SOLUTIONS,
     todo_item,
 )
+from graph.names import AGENT_NAME
 from graph.run_context import FORMER_NAMES, RunContext
-from graph.state import AGENT_NAME
 from testing.langgraph_server import (
     ROOT,
     Turn,

@@ -22,9 +22,9 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from graph.memory.store import user_label
+from graph.names import AGENT_NAME
 from graph.server.guard import FailedLogins, is_loopback_host, same_origin
 from graph.server.limits import MAX_JSON_DEPTH, RequestRefused, check_body
-from graph.state import AGENT_NAME
 from testing.helpers import free_port
 from testing.langgraph_server import langgraph_dev, offline_environment, token_server
 from testing.openai_stub import OpenAIStub

@@ -19,7 +19,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from graph.memory.store import user_label
-from graph.state import AGENT_NAME
+from graph.names import AGENT_NAME
 from testing.langgraph_server import ROOT, token_server
 from testing.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply
 from testing.stored_names import TODO

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from langgraph_sdk import get_client
 
+from graph.names import AGENT_NAME
 from graph.settings import DEFAULT_NODE_THREADS
-from graph.state import AGENT_NAME
 from testing.aegra_server import SERVER_KINDS, aegra_instances
 from testing.langgraph_server import langgraph_dev, token_environment
 from testing.openai_stub import OpenAIStub, text_reply

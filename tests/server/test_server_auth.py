@@ -20,11 +20,11 @@ from langgraph_sdk import Auth, get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
 from graph.memory.store import UNINDEXED, user_label
+from graph.names import AGENT_NAME
 from graph.run_context import RunContext
 from graph.server import auth as server_auth
 from graph.server.limits import MAX_STORE_VALUE_BYTES
 from graph.settings import Settings
-from graph.state import AGENT_NAME
 from testing.aegra_server import HEALTH, SERVER_KINDS, api_server
 from testing.langgraph_server import new_thread, offline_environment, play
 from testing.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply
