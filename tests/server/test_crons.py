@@ -6,6 +6,7 @@ disabled, so that it never fires; the cron that does fire is alice's, with a for
 """
 
 import asyncio
+import json
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -15,7 +16,10 @@ import httpx
 import pytest
 from langgraph_sdk import Auth, get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
+from typer.testing import CliRunner
 
+from graph.app import cli
+from graph.app.reminders import DIGEST, reminder_text, reminder_timezone
 from graph.memory.store import user_label
 from graph.names import AGENT_NAME
 from graph.server import auth as server_auth
@@ -194,3 +198,32 @@ def test_a_cron_run_acts_as_its_owner_whatever_its_settings_say(server, clients,
     assert [item["value"]["task"] for item in alice.store.search_items((TODO, user_label(ALICE)))["items"]] == ["Water the ferns"]
     assert bob.store.search_items((TODO, user_label(BOB)))["items"] == []
     assert script.remaining() == {}
+
+
+def maistro(*arguments: str) -> tuple[int, str]:
+    """Run `maistro …` in process: (exit code, stdout and stderr)."""
+    result = CliRunner().invoke(cli.app, list(arguments))
+    return result.exit_code, result.output
+
+
+def test_maistro_reminders_adds_lists_and_cancels_a_users_own_reminders(server, clients):
+    code, said = maistro("reminders", "add", "--server", server, "--token", TOKENS[ALICE], "--timezone", "Asia/Tokyo")
+    assert code == 0, said
+    (reminder,) = clients[ALICE].crons.search(limit=100)
+    assert reminder["enabled"] is True and reminder["schedule"] == DAILY and reminder_timezone(reminder) == "Asia/Tokyo"
+    assert reminder_text(reminder) == DIGEST and reminder["cron_id"] in said
+    assert clients[ALICE].runs.list(reminder["thread_id"]) == [], "a reminder speaks first at its time"
+
+    code, listed = maistro("reminders", "list", "--server", server, "--token", TOKENS[ALICE], "--json")
+    assert code == 0 and [cron["cron_id"] for cron in json.loads(listed)] == [reminder["cron_id"]]
+    code, bobs = maistro("reminders", "list", "--server", server, "--token", TOKENS[BOB], "--json")
+    assert reminder["cron_id"] not in bobs
+    code, refused = maistro("reminders", "cancel", reminder["cron_id"], "--server", server, "--token", TOKENS[BOB])
+    assert code == 1 and refused.strip() == "The server has no such reminder or thread of yours."
+    code, refused = maistro("reminders", "list", "--server", server, "--token", "not-a-token-at-all")
+    assert code == 1 and "refused the token" in refused
+
+    code, said = maistro("reminders", "cancel", reminder["cron_id"], "--server", server, "--token", TOKENS[ALICE])
+    assert code == 0 and clients[ALICE].crons.search(limit=100) == []
+    code, said = maistro("reminders", "list", "--server", server, "--token", TOKENS[ALICE])
+    assert code == 0 and said.strip() == f"You have no reminders on {server}."
