@@ -30,7 +30,11 @@ reminders_app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 
-ServerOption = Annotated[str, typer.Option("--server", "-s", help="The server's URL, e.g. http://127.0.0.1:2024.")]
+ServerOption = Annotated[str | None, typer.Option("--server", "-s", help="The server's URL, e.g. http://127.0.0.1:2024.")]
+NO_SERVER = (
+    "Reminders need a server (langgraph dev or Aegra) to run them: pass --server URL. Without one, `maistro due` is "
+    "the digest; run it from the system's cron, e.g. `0 8 * * * maistro due --user YOU`."
+)
 TokenOption = Annotated[
     str | None,
     typer.Option("--token", envvar="LANGGRAPH_API_KEY", help="Your token on the server (default: LANGGRAPH_API_KEY)."),
@@ -61,11 +65,14 @@ def refusal(error: Exception, server: str) -> str:
 
 
 @contextmanager
-def _client(server: str, token: str | None) -> Iterator["SyncLangGraphClient"]:
-    """A client of `server` with the user's token; a refused or failed request ends the command with one sentence."""
+def _client(server: str | None, token: str | None) -> Iterator["SyncLangGraphClient"]:
+    """A client of `server` with the user's token; no server, or a refused or failed request, ends the command with
+    what to do."""
     import httpx
     from langgraph_sdk import get_sync_client
 
+    if not server:
+        _fail(NO_SERVER)
     client = get_sync_client(url=server, api_key=token or None, timeout=30)
     try:
         yield client
@@ -115,7 +122,7 @@ def list_reminders(client: "SyncLangGraphClient") -> list[dict[str, Any]]:
 
 
 @reminders_app.command("list")
-def list_command(server: ServerOption, token: TokenOption = None,
+def list_command(server: ServerOption = None, token: TokenOption = None,
                  as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False) -> None:
     """List your reminders on the server: when each runs next, on which thread, and what it asks."""
     with _client(server, token) as client:
@@ -141,7 +148,7 @@ def list_command(server: ServerOption, token: TokenOption = None,
 
 @reminders_app.command("add")
 def add_command(
-    server: ServerOption,
+    server: ServerOption = None,
     token: TokenOption = None,
     schedule: Annotated[str, typer.Option(help="When, as a cron line (minute hour day month weekday).")] = DAILY_AT_EIGHT,
     timezone: Annotated[str | None, typer.Option(help="The schedule's IANA time zone (default: the server's UTC).")] = None,
@@ -158,7 +165,7 @@ def add_command(
 
 @reminders_app.command("cancel")
 def cancel_command(cron_id: Annotated[str, typer.Argument(help="The reminder's id (from `maistro reminders list`).")],
-                   server: ServerOption, token: TokenOption = None) -> None:
+                   server: ServerOption = None, token: TokenOption = None) -> None:
     """Cancel one of your reminders."""
     with _client(server, token) as client:
         client.crons.delete(cron_id)
