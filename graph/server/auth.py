@@ -34,7 +34,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graph.memory.store import INTERNAL_NAMESPACES, InvalidUserIdError, check_user_id, user_label
-from graph.server.limits import MAX_RUN_INPUT_BYTES, MAX_SEARCH_LIMIT, MAX_STORE_VALUE_BYTES, json_size
+from graph.server.limits import (
+    MAX_RUN_INPUT_BYTES,
+    MAX_SEARCH_LIMIT,
+    MAX_STORE_VALUE_BYTES,
+    RequestRefused,
+    check_cron_schedule,
+    json_size,
+)
 from graph.server.platform import header_values, run_input, server_store, store_request_namespace, store_rule_result
 from graph.server.startup import checked_at_start
 from graph.settings import Settings, current_settings
@@ -237,12 +244,18 @@ def _drop_auth_keys(payload: object) -> None:
 async def own_crons(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.FilterType | None:
     """Crons: each user makes them on their own threads only, and sees, changes and cancels only theirs.
 
-    A cron without a thread (its runs would start threads no one reads) and a cron with a webhook (the server
-    would call an address of the client's choosing on a schedule) are refused; the run settings lose any caller
+    A schedule firing more than once an hour is refused whether auth is on or not (`check_cron_schedule`). With
+    auth on, a cron without a thread (its runs would start threads no one reads) and a cron with a webhook (the
+    server would call an address of the client's choosing on a schedule) are refused; the run settings lose any caller
     the client wrote into them, and the owner is stamped into the metadata. Whose thread it is the servers check
     themselves with the thread rules (langgraph-api) or the thread's owner (Aegra), as Aegra keeps each cron's
     owner itself.
     """
+    if ctx.action in ("create", "update"):
+        try:
+            check_cron_schedule(value.get("schedule"))
+        except RequestRefused as refused:
+            raise _forbidden(refused.sentence.rstrip(".")) from None
     if not auth_enabled():
         return None
     if ctx.action in ("create", "update"):

@@ -16,10 +16,11 @@ import httpx
 import pytest
 from langgraph_sdk import Auth, get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
+from playwright.sync_api import Browser, Page, expect
 from typer.testing import CliRunner
 
 from graph.app import cli
-from graph.app.reminders import DIGEST, reminder_text, reminder_timezone
+from graph.app.reminders import DIGEST, add_reminder, reminder_text, reminder_timezone
 from graph.memory.store import user_label
 from graph.names import AGENT_NAME
 from graph.server import auth as server_auth
@@ -56,6 +57,12 @@ def test_the_cron_rules_strip_a_forged_caller_and_refuse_crons_without_a_thread(
         assert error.value.status_code == 403
     monkeypatch.setattr(server_auth, "TOKENS", {})
     assert asyncio.run(server_auth.own_crons(ctx, {"payload": {}})) is None
+    for schedule in ("0 8 * * *", "0 * * * *", "0 8,9 * * *"):
+        assert asyncio.run(server_auth.own_crons(ctx, {"schedule": schedule})) is None
+    for schedule in ("* * * * *", "*/30 * * * *", "0,30 8 * * *"):
+        with pytest.raises(Auth.exceptions.HTTPException) as error:
+            asyncio.run(server_auth.own_crons(ctx, {"schedule": schedule}))
+        assert error.value.status_code == 403 and "at most once an hour" in error.value.detail
 
 
 # The servers.
@@ -128,7 +135,7 @@ def test_no_user_reaches_another_users_crons(server, clients, bobs_cron):
         "cron without a thread": lambda: alice.crons.create(AGENT_NAME, schedule=DAILY, input=HELLO, enabled=False),
         "cron calling a webhook": lambda: alice.crons.create_for_thread(
             own_thread, AGENT_NAME, schedule=DAILY, input=HELLO, enabled=False, webhook="http://127.0.0.1:9/hook"),
-        "update bob's cron": lambda: alice.crons.update(cron_id, schedule="* * * * *", enabled=True),
+        "update bob's cron": lambda: alice.crons.update(cron_id, schedule="0 * * * *", enabled=True),
         "take bob's cron": lambda: alice.crons.update(cron_id, metadata={"owner": ALICE}),
         "delete bob's cron": lambda: alice.crons.delete(cron_id),
     }
@@ -140,6 +147,19 @@ def test_no_user_reaches_another_users_crons(server, clients, bobs_cron):
     assert alice.crons.search(metadata={"owner": BOB}) == []
     (unchanged,) = bob.crons.search(limit=100)
     assert unchanged["cron_id"] == cron_id and unchanged["enabled"] is False and unchanged["schedule"] == "30 7 * * *"
+
+
+def test_a_cron_may_fire_at_most_once_an_hour(clients):
+    alice = clients[ALICE]
+    thread_id = new_thread(alice)
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        alice.crons.create_for_thread(thread_id, AGENT_NAME, schedule="*/5 * * * *", input=HELLO, enabled=False)
+    assert refused.value.response.status_code == 403
+    assert "fires every 5 minutes; a cron may fire at most once an hour" in refused.value.response.text
+    hourly = make_cron(alice, thread_id)
+    assert status_of(lambda: alice.crons.update(hourly["cron_id"], schedule="* * * * *")) == 403
+    alice.crons.update(hourly["cron_id"], schedule="0 * * * *")
+    alice.crons.delete(hourly["cron_id"])
 
 
 def test_a_forged_owner_stays_the_creators(server, clients, bobs_cron):
@@ -227,3 +247,33 @@ def test_maistro_reminders_adds_lists_and_cancels_a_users_own_reminders(server, 
     assert code == 0 and clients[ALICE].crons.search(limit=100) == []
     code, said = maistro("reminders", "list", "--server", server, "--token", TOKENS[ALICE])
     assert code == 0 and said.strip() == f"You have no reminders on {server}."
+
+
+def signed_in_page(browser: Browser, server: str, token: str) -> Page:
+    """The memory page in a fresh browser session, signed in with `token`."""
+    page = browser.new_context(timezone_id="UTC", locale="en-US").new_page()
+    page.goto(f"{server}/memories")
+    page.get_by_label("Access token").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_text("Signed in as")).to_be_visible()
+    return page
+
+
+def test_the_memory_page_lists_the_users_own_reminders(server, clients, browser):
+    alice = clients[ALICE]
+    reminder = add_reminder(alice, None, "30 7 * * 1-5", "Europe/Berlin", "Which ToDos are due this week?", AGENT_NAME)
+
+    alices = signed_in_page(browser, server, TOKENS[ALICE])
+    bobs = signed_in_page(browser, server, TOKENS[BOB])
+    alice.crons.delete(reminder["cron_id"])
+
+    expect(alices.locator("#reminders-count")).to_have_text("(1)")
+    listed = alices.locator("#reminders-list li")
+    expect(listed).to_have_count(1)
+    expect(listed).to_contain_text("30 7 * * 1-5 (Europe/Berlin) · next ")
+    expect(listed).to_contain_text("Which ToDos are due this week?")
+    expect(bobs.locator("#reminders-list li")).to_have_count(1)  # bob's own cron, disabled
+    expect(bobs.locator("#reminders-list")).not_to_contain_text("Which ToDos are due this week?")
+    expect(bobs.locator("#reminders-list li")).to_contain_text("paused")
+    alices.context.close()
+    bobs.context.close()
