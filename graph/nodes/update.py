@@ -41,6 +41,7 @@ from graph.memory.grounding import UserWords
 from graph.memory.kinds import MemoryKind
 from graph.memory.notes import change_notes
 from graph.memory.redaction import redact_text
+from graph.memory.replaced import event_changes
 from graph.memory.text_diff import document_diff
 from graph.nodes.extraction import (
     UnusableOutputError,
@@ -241,7 +242,10 @@ def answer_update_calls(
         "proposal": refusal.proposal if refusal else None,
     }
     status = "error" if failed else "success"
-    send_outcome(kind.name, calls[0]["id"], change_notes(artifact, [kind]), failed=failed, **text_change(artifact, kind))
+    send_outcome(
+        kind.name, calls[0]["id"], change_notes(artifact, [kind]), failed=failed,
+        changes=event_changes(artifact["changes"]), **text_change(artifact, kind),
+    )
     return {
         "messages": [
             ToolMessage(content=report, tool_call_id=calls[0]["id"], artifact=artifact, status=status),
@@ -251,12 +255,20 @@ def answer_update_calls(
 
 
 def send_outcome(
-    kind: str | None, tool_call_id: str | None, notes: list[str], *, failed: bool, **details: Any
+    kind: str | None,
+    tool_call_id: str | None,
+    notes: list[str],
+    *,
+    failed: bool,
+    changes: Sequence[dict[str, Any]] = (),
+    **details: Any,
 ) -> None:
     """Send a call's outcome to runs streamed with `stream_mode="custom"`: `{MEMORY_UPDATE_EVENT: {"kind",
-    "tool_call_id", "notes", "failed"}}` (`kind` is None for a call that named no memory kind; `tool_call_id` is
-    None for the calls a reply only quoted), with the `details` of a free-text kind's change (`text_change`)."""
-    event = {"kind": kind, "tool_call_id": tool_call_id, "notes": notes, "failed": failed, **details}
+    "tool_call_id", "notes", "failed", "changes"}}` (`kind` is None for a call that named no memory kind;
+    `tool_call_id` is None for the calls a reply only quoted; `changes` are the saved changes field by field, each
+    field's old and new value whole: `graph.memory.replaced.event_changes`), with the `details` of a free-text
+    kind's change (`text_change`)."""
+    event = {"kind": kind, "tool_call_id": tool_call_id, "notes": notes, "failed": failed, "changes": list(changes), **details}
     get_stream_writer()({MEMORY_UPDATE_EVENT: event})
 
 

@@ -137,6 +137,7 @@ def test_the_users_own_code_in_a_later_message_saves_exactly_the_proposal_once_w
         "tool_call_id": thread[-3].tool_calls[0]["id"],
         "notes": [f"Instructions updated:\n  + {EVIL}"],
         "failed": False,
+        "changes": [{"action": "updated", "key": INSTRUCTIONS.key, "field": "memory", "old": VENDORS, "new": f"{VENDORS} {EVIL}"}],
         "diff": [f"+ {EVIL}"],
         "proposal": None,
     }

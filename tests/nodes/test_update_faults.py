@@ -118,6 +118,7 @@ def test_a_profile_extraction_answered_in_text_is_a_failed_update_the_user_hears
             "tool_call_id": thread[1].tool_calls[0]["id"],
             "notes": ["Profile not updated: the update failed"],
             "failed": True,
+            "changes": [],
         }
     ]
     assert thread[-1].text == "Sorry, I could not save your profile." and profile_of(agent) is None
