@@ -82,13 +82,17 @@ def _with_diff(first_line: str, changes: Sequence[MemoryChange], *last_lines: st
     return f"{first_line}:\n" + "\n".join(INDENT + line for line in lines) if lines else first_line
 
 
+def _kept(artifact: Mapping[str, Any]) -> str:
+    """What a failed update's note adds when the update was kept as a pending change (`graph.memory.pending`)."""
+    pending = artifact.get("pending")
+    return f" (kept as pending change {pending[:8]}, to retry or drop)" if pending else ""
+
+
 def _refusal_note(kind: MemoryKind, artifact: Mapping[str, Any]) -> str:
     """The note on an update that saved nothing: why, when the update said (with a held change in full, and how to
-    confirm it); else that it failed."""
-    problem = artifact.get("problem")
-    if not problem:
-        return f"{capitalized(kind.title)} not updated: the update failed"
-    first_line = f"{capitalized(kind.title)} not updated: {problem}"
+    confirm it); else that it failed; and the pending change it was kept as."""
+    problem = artifact.get("problem") or "the update failed"
+    first_line = f"{capitalized(kind.title)} not updated: {problem}{_kept(artifact)}"
     proposal = artifact.get("proposal")
     if not proposal:
         return first_line

@@ -23,7 +23,7 @@ from graph.server.memory_page import PageError, read_memories, save_document
 from graph.settings import Settings, SettingsError
 from graph.text_tokens import count_text_tokens
 from prompts import PROPOSAL_OUTDATED, TEXT_TOO_LONG, TEXT_UNCHANGED
-from testing.helpers import config, instructions_of
+from testing.helpers import config, instructions_of, kept
 from testing.scripted_model import route, say
 
 VENDORS = "Name local vendors."
@@ -138,6 +138,7 @@ def test_the_users_own_code_in_a_later_message_saves_exactly_the_proposal_once_w
         "notes": [f"Instructions updated:\n  + {EVIL}"],
         "failed": False,
         "changes": [{"action": "updated", "key": INSTRUCTIONS.key, "field": "memory", "old": VENDORS, "new": f"{VENDORS} {EVIL}"}],
+        "pending": None,
         "diff": [f"+ {EVIL}"],
         "proposal": None,
     }
@@ -329,7 +330,7 @@ def test_the_cap_lets_n_characters_through_and_refuses_n_plus_one_with_one_sente
     assert instructions_of(agent) == letter * 120 and len(instruction_entries(agent)) == 1
     problem = "the text is 121 characters, over the 120 the instructions may hold (MAISTRO_MAX_INSTRUCTION_CHARS)"
     assert answer_of(thread).text == TEXT_TOO_LONG.format(memory="instructions", problem=problem)
-    assert event["notes"] == [f"Instructions not updated: {problem}"] and event["failed"] and event["diff"] == []
+    assert event["notes"] == [f"Instructions not updated: {problem}{kept(agent.store)}"] and event["failed"] and event["diff"] == []
     assert thread[-1].text == "Your instructions would be too long; shorten them."
 
 

@@ -301,6 +301,7 @@ def test_a_memory_turn_streams_the_reply_before_the_update_and_its_note_with_one
             "tool_call_id": thread[1]["tool_calls"][0]["id"],
             "notes": ["ToDo added: Book a dentist"],
             "failed": False,
+            "pending": None,
         }
     }
     assert [kind_of(request) for request in stub.requests[sent:]] == ["chat", "todo"]
