@@ -27,7 +27,8 @@ from graph.memory.store import PENDING, namespace, user_label
 from graph.nodes.pending_retry import retry_pending
 from graph.runtime import runtime_of
 from graph.server import auth as server_auth
-from graph.server.memory_page import add_document
+from graph.server import pending_page
+from graph.server.memory_page import PageError, add_document, memories_version, read_memories
 from prompts import TEXT_ANSWER_PROBLEM
 from testing.helpers import kept, todos
 from testing.openai_stub import text_reply, tool_calls_reply
@@ -161,3 +162,37 @@ def test_a_replayed_failure_keeps_one_pending_change_and_an_unreadable_one_is_le
         store.batch([PutOp(namespace(PENDING, "Lance"), "junk", {"not": "a pending change"})])
 
         assert first.id == again.id and [pending.id for pending in list_pending(store, "Lance")] == [first.id]
+
+
+def test_the_page_lists_retries_and_drops_only_the_callers_own_and_its_poll_sees_them(served, stub, script):
+    kinds = runtime_of(served).kinds
+    empty = memories_version(served.store, "Lance", kinds, 50)
+    pending = failed_turn(served, script)
+    listed = memories_version(served.store, "Lance", kinds, 50)
+
+    assert listed != empty, "a poll sees a new pending change"
+    assert read_memories(served.store, "Lance", kinds)["pending"] == [pending.model_dump()]
+    assert read_memories(served.store, "Bob", kinds)["pending"] == []
+    for attempt in (lambda: pending_page.drop(served.store, "Bob", pending.id),
+                    lambda: pending_page.retry(served.store, "Bob", pending.id, runtime_of(served)),
+                    lambda: pending_page.drop(served.store, "Lance", pending.id[:8])):
+        with pytest.raises(PageError) as refused:
+            attempt()
+        assert refused.value.status == 404
+    script.add("todo", text_reply("It is on your list now."))
+
+    assert pending_page.retry(served.store, "Lance", pending.id, runtime_of(served)) == {
+        "failed": True, "notes": [f"ToDo list not updated: the update failed{kept(served.store)}"]
+    }
+    script.add("todo", ADD_DENTIST)
+    assert pending_page.retry(served.store, "Lance", pending.id, runtime_of(served)) == {
+        "failed": False, "notes": [f"ToDo added: {DENTIST}"]
+    }
+    assert list_pending(served.store, "Lance") == [] and memories_version(served.store, "Lance", kinds, 50) != listed
+
+
+def test_the_page_drops_a_pending_change(served, stub, script):
+    pending = failed_turn(served, script)
+
+    assert pending_page.drop(served.store, "Lance", pending.id) == pending.model_dump()
+    assert list_pending(served.store, "Lance") == [] and todos(served) == {}
