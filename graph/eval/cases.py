@@ -144,6 +144,11 @@ class Case(_Strict):
         """Every turn of every thread, in order."""
         return [turn for thread in self.threads for turn in thread]
 
+    @property
+    def plays_fault(self) -> bool:
+        """Whether the case plays an endpoint's fault (`Play.unusable`), which only the scripted players can play."""
+        return any(turn.play.unusable for turn in self.turns)
+
     def check_dates(self) -> None:
         """Raise `DateSpecError` for a date in the case that `resolve_date` cannot read."""
         specs = [todo.deadline for todo in self.expect.todos]
