@@ -16,6 +16,7 @@ from graph.memory.admin import EXPORT_FORMAT, InvalidExportError, import_memorie
 from graph.memory.changes import IrreversibleChangeError, list_history, undo_change
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS, INSTRUCTIONS
 from graph.memory.own_words import PASTED_PARAGRAPH_TOKENS, split_message
+from graph.memory.pending import list_pending
 from graph.memory.store import namespace
 from graph.nodes.update import MEMORY_UPDATE_EVENT
 from graph.runtime import runtime_of
@@ -116,6 +117,7 @@ def test_a_pasted_email_is_held_as_a_proposal_shown_in_full_and_nothing_is_saved
     assert answer.status == "error" and f"+ {EVIL}" in answer.text and f'send "confirm {code}"' in answer.text
     assert answer.artifact["proposal"]["after"] == {"memory": f"{VENDORS} {EVIL}"}
     assert len(model.calls_in("task_maistro")) == 2 and thread[-1].text == "Not saved.", "the reply tells the user"
+    assert list_pending(agent.store, "Lance") == [], "a held change waits for its code in the chat, not as pending"
 
     model.add("task_maistro", say("Hello!"))
     streamed(agent, "Hi there", thread_id="a-new-thread")

@@ -39,9 +39,11 @@ ASKED = "I need to book a dentist, the portal password is Swordfish42."
 ADD_DENTIST = tool_calls_reply(("ToDo", {"task": DENTIST, "solutions": ["Call Dr. Lee"]}))
 
 
-@pytest.fixture
-def served(stub, tmp_path):
-    agent = build_graph(tmp_path / "data")
+@pytest.fixture(params=["sqlite", "postgres"])
+def served(request, stub, tmp_path):
+    """The agent on SQLite and on PostgreSQL, through the real ChatOpenAI against the stub."""
+    database_url = request.getfixturevalue("fresh_database") if request.param == "postgres" else ""
+    agent = build_graph(tmp_path / "data", database_url=database_url)
     yield agent
     close_graph(agent)
 
