@@ -341,6 +341,42 @@ def test_the_other_user_sees_and_changes_none_of_it(server, script, open_tab):
     assert before["status"] == "not started"
 
 
+def failed_chat(client: SyncLangGraphClient, script: Script, text: str) -> None:
+    """One chat turn whose ToDo extraction the stub answers in text: the update fails and is kept as pending."""
+    script.add("chat", update("todo", content="I'll add it."), text_reply("Sorry, that did not save."))
+    script.add("todo", text_reply("Sure, it is on your list."))
+    play(client, new_thread(client), text)
+
+
+def test_a_failed_update_is_not_saved_yet_on_the_page_where_it_is_retried_or_dropped_by_its_user_alone(server, script, open_tab):
+    alice = sdk(server, ALICE)
+    failed_chat(alice, script, "Remind me to renew the car registration.")
+    failed_chat(alice, script, "Remind me to water the ferns on the balcony.")
+    api, as_alice, as_bob = f"{server}/memories/api", {"X-Api-Key": TOKENS[ALICE]}, {"X-Api-Key": TOKENS[BOB]}
+    kept = {entry["message"]: entry for entry in httpx.get(f"{api}/memories", headers=as_alice, timeout=WAIT).json()["pending"]}
+    ferns = kept["Remind me to water the ferns on the balcony."]
+    assert httpx.get(f"{api}/memories", params={"user_id": ALICE}, headers=as_bob, timeout=WAIT).json()["pending"] == []
+    for method, url in (("POST", f"{api}/pending/{ferns['id']}/retry"), ("DELETE", f"{api}/pending/{ferns['id']}")):
+        assert httpx.request(method, url, params={"user_id": ALICE}, headers=as_bob, timeout=WAIT).status_code == 404
+    page = open_tab()
+    sign_in(page, server, TOKENS[ALICE])
+
+    registration = page.locator("#pending-list > li", has_text="“Remind me to renew the car registration.”")
+    expect(registration).to_contain_text("ToDo list not saved: the model answered in text instead of calling the tool")
+    script.add("todo", tool_calls_reply(("ToDo", {"task": "Renew the car registration", "solutions": ["Renew online"]})))
+    registration.get_by_role("button", name="Retry").click()
+    expect(page.get_by_role("status")).to_have_text("Saved: ToDo added: Renew the car registration")
+    expect(page.get_by_role("heading", name="Renew the car registration")).to_be_visible()
+    expect(registration).to_have_count(0)
+    screenshot(page.locator("#pending"), "pending-changes.png")
+    page.locator("#pending-list > li", has_text="ferns").get_by_role("button", name="Drop").click()
+    expect(page.get_by_role("status")).to_contain_text("Dropped: ToDo list not saved")
+    expect(page.locator("#pending-list > li", has_text="ferns")).to_have_count(0)
+    assert not [entry for entry in httpx.get(f"{api}/memories", headers=as_alice, timeout=WAIT).json()["pending"]
+                if "ferns" in entry["message"] or "registration" in entry["message"]]
+    assert "Water the ferns" not in " ".join(stored_todos(alice, ALICE))
+
+
 def test_a_wrong_token_is_refused_with_one_sentence(server, open_tab):
     page = open_tab(expected=("401",))
     page.goto(f"{server}/memories")
