@@ -14,7 +14,7 @@ from graph import open_store
 from graph.app.cli import app
 from graph.memory.pending import PendingChange, list_pending
 from graph.memory.store import PENDING, namespace
-from testing.openai_stub import text_reply, tool_calls_reply
+from testing.openai_stub import StubError, text_reply, tool_calls_reply
 from testing.stub_script import update
 
 runner = CliRunner()
@@ -113,3 +113,18 @@ def test_an_export_says_it_leaves_pending_changes_out(failed, data_dir):
 
     assert exported.exit_code == 0 and "pending" not in json.loads(exported.stdout)
     assert exported.stderr == "Warning: Lance has 1 pending change; exports leave them out (see `maistro pending`).\n"
+
+
+def test_a_retry_without_a_working_model_is_one_sentence_and_keeps_it(failed, stub, script, data_dir, monkeypatch):
+    script.add("profile", *[StubError(500, "overloaded")] * 10)
+
+    down = maistro("pending", "--retry", failed.id[:8], "--user", "Lance")
+
+    assert (down.exit_code, down.stderr) == (
+        1, f"Pending change {failed.id[:8]} is still pending: the model endpoint kept failing; try again later.\n"
+    )
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    unset = maistro("pending", "--retry", failed.id[:8], "--user", "Lance")
+    assert unset.exit_code == 1 and unset.stderr.count("\n") == 1 and "OPENAI_API_KEY" in unset.stderr
+    assert pending_of(data_dir) == [failed]
