@@ -117,6 +117,8 @@ def test_a_moved_location_says_old_to_new_in_chat_and_one_undo_restores_it(sqlit
     assert notes == [Note("Profile updated (location San Francisco → Oakland)", failed=False)]
     assert profile_of(sqlite_agent)["location"] == "Oakland"
 
+    listed = CliRunner().invoke(app, ["history", "--user", "Lance", "--data-dir", str(data_dir)], env={"COLUMNS": "200"})
+    assert "(location San Francisco → Oakland)" in listed.output, listed.output
     undone = CliRunner().invoke(app, ["undo", "--user", "Lance", "--data-dir", str(data_dir)])
 
     assert undone.exit_code == 0, undone.output
