@@ -17,7 +17,7 @@ from langgraph_sdk.client import SyncLangGraphClient
 from langgraph_sdk.errors import APIStatusError
 from playwright.sync_api import Browser, Locator, Page, expect
 
-from graph.memory.store import HISTORY, user_label
+from graph.memory.store import HISTORY, PENDING, user_label
 from graph.server.limits import MAX_STORE_VALUE_BYTES
 from graph.server.memory_api import MAX_BODY_BYTES
 from testing.aegra_server import SERVER_KINDS, api_server
@@ -358,6 +358,12 @@ def test_a_failed_update_is_not_saved_yet_on_the_page_where_it_is_retried_or_dro
     assert httpx.get(f"{api}/memories", params={"user_id": ALICE}, headers=as_bob, timeout=WAIT).json()["pending"] == []
     for method, url in (("POST", f"{api}/pending/{ferns['id']}/retry"), ("DELETE", f"{api}/pending/{ferns['id']}")):
         assert httpx.request(method, url, params={"user_id": ALICE}, headers=as_bob, timeout=WAIT).status_code == 404
+    for client in (alice, sdk(server, BOB)):  # the store API reaches no pending change, not even its owner's
+        with pytest.raises(APIStatusError) as refused:
+            client.store.search_items((PENDING, user_label(ALICE)), limit=100)
+        assert refused.value.response.status_code == 403
+        with pytest.raises(APIStatusError):
+            client.store.delete_item((PENDING, user_label(ALICE)), ferns["id"])
     page = open_tab()
     sign_in(page, server, TOKENS[ALICE])
 
