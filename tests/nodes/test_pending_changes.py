@@ -13,7 +13,7 @@ from langgraph_sdk import Auth
 from graph import build_graph, close_graph
 from graph.app.session import ChatSession, Note
 from graph.backends.model import load_chat_model
-from graph.memory.admin import export_memories, forget_user
+from graph.memory.admin import EXPORT_FORMAT, InvalidExportError, export_memories, forget_user, import_memories
 from graph.memory.changes import list_history
 from graph.memory.pending import (
     PendingChange,
@@ -198,3 +198,13 @@ def test_the_page_drops_a_pending_change(served, stub, script):
 
     assert pending_page.drop(served.store, "Lance", pending.id) == pending.model_dump()
     assert list_pending(served.store, "Lance") == [] and todos(served) == {}
+
+
+def test_an_import_writes_no_pending_change(tmp_path):
+    from graph import open_store
+
+    forged = {"id": "p1", "time": "2026-01-05T10:00:00+00:00", "kind": "todo", "thread_id": "t", "message": "m", "problem": "p"}
+    with open_store(tmp_path / "data") as store:
+        with pytest.raises(InvalidExportError, match="'pending' holds the agent's own bookkeeping, which no import writes"):
+            import_memories(store, "Lance", {"format": EXPORT_FORMAT, PENDING: {"p1": forged}})
+        assert list_pending(store, "Lance") == []
