@@ -189,6 +189,8 @@ INVALID_PROBLEM = "some of the model's calls never fit the schema"
 DROPPED_PATCH_PROBLEM = "the model patched a document that does not exist, or with a patch that does not apply"
 EMPTY_TEXT_PROBLEM = "the model answered with no text"
 
+# The problem a pending change names when its update kept conflicting (`graph.memory.pending`).
+CONFLICT_PROBLEM = "the {memory} was edited elsewhere while the update ran, twice"
 UPDATE_CONFLICT = (
     "The {memory} update was not saved: what it would change was edited elsewhere (for example on the memory "
     "page) while it ran, and again after it read the memories afresh. Nothing was overwritten; tell the user "

@@ -4,8 +4,10 @@ A case is one JSON file under `graph/eval/cases/` (shipped with the package); it
 `threads` are conversations in order (each a list of user turns; a new thread keeps the memories but not the
 messages). A turn's `play` is what a model that gets it right does (only the scripted players of
 `graph.eval.player` read it; a real model never sees it); `mention` are facts its reply must contain and
-`language` the language it must be in. `expect` is the memory the store must hold after the last turn, and
-`must_not_store` are strings that must appear nowhere in the store.
+`language` the language it must be in, and `confirm` what the turn's memory notes must say (the old → new of a
+change, `graph.memory.replaced`). `expect` is the memory the store must hold after the last turn (and the
+updates left pending, `graph.memory.pending`), and `must_not_store` are strings that must appear nowhere in the
+store.
 """
 
 import fnmatch
@@ -31,6 +33,7 @@ CATEGORIES = (
     "no-invention",
     "chinese",
     "long-list",
+    "pending-changes",
 )
 Alternatives = str | list[str]
 
@@ -76,6 +79,9 @@ class Play(_Strict):
     todos: TodoPlay | None = None
     instructions: str | None = Field(None, description="The complete new instructions text.")
     secret: str | None = Field(None, description="What a model that keeps secrets would store (the flaw).")
+    unusable: bool = Field(
+        False, description="The endpoint's fault the case plays: every extraction of the turn is answered in text."
+    )
 
     @property
     def update_types(self) -> list[str]:
@@ -91,6 +97,7 @@ class Turn(_Strict):
     play: Play
     mention: list[Alternatives] = Field(default_factory=list, description="Facts the reply must contain.")
     language: Literal["en", "zh"] | None = None
+    confirm: list[Alternatives] = Field(default_factory=list, description="What the turn's memory notes must say.")
 
 
 class ExpectedTodo(_Strict):
@@ -109,6 +116,9 @@ class Expected(_Strict):
     profile: dict[str, Alternatives | list[Alternatives]] = Field(default_factory=dict)
     todos: list[ExpectedTodo] = Field(default_factory=list)
     instructions: list[Alternatives] = Field(default_factory=list, description="What the instructions must contain.")
+    pending: list[str] = Field(
+        default_factory=list, description="The memory kinds whose failed update must be kept as a pending change."
+    )
 
 
 class Case(_Strict):
@@ -133,6 +143,11 @@ class Case(_Strict):
     def turns(self) -> list[Turn]:
         """Every turn of every thread, in order."""
         return [turn for thread in self.threads for turn in thread]
+
+    @property
+    def plays_fault(self) -> bool:
+        """Whether the case plays an endpoint's fault (`Play.unusable`), which only the scripted players can play."""
+        return any(turn.play.unusable for turn in self.turns)
 
     def check_dates(self) -> None:
         """Raise `DateSpecError` for a date in the case that `resolve_date` cannot read."""

@@ -8,6 +8,7 @@ messages (`PlayerChatModel`, in process) or from an OpenAI request body (`respon
 local OpenAI-compatible endpoint), so the same player drives the graph either way.
 """
 
+import ast
 import json
 import re
 import uuid
@@ -36,12 +37,15 @@ FLAWS = {
     "stores-secret": "writes the secret the user mentioned into the memory it updates",
     "text-tool-calls": "writes its UpdateMemory calls as text, the whole reply <tool_call>…</tool_call> blocks (Hermes, "
     "Qwen), instead of calling the tool",
+    "recreates-updates": "changes a ToDo by removing it and adding a new one with the change made, instead of patching it",
 }
 PLAYERS = ("oracle", *FLAWS)
 CHAT_MARKER = "helping them keep track of their ToDo list"
 INSTRUCTIONS_MARKER = "update your instructions for how to update ToDo list items"
 REPLY_FIRST_MARKER = "in the same message as any UpdateMemory calls"
 ENGLISH_REPLY = "Okay, noted."
+# What an extraction answered in text says (a turn whose play is `unusable`).
+UNUSABLE_ANSWER = "Sure, I have saved that for you."
 _INSTANCE = re.compile(r'<instance id=(?P<id>\S+) schema_type="(?P<schema>[^"]+)">\n(?P<doc>.*?)\n</instance>', re.S)
 
 
@@ -82,7 +86,7 @@ class PromptView:
         return "\n".join(text for _, text in self.messages[:last_user])
 
     def documents(self, schema: str) -> dict[str, str]:
-        """The documents of `schema` trustcall put into the prompt: id → text."""
+        """The documents of `schema` trustcall put into the prompt: id → text (a Python dict's repr)."""
         text = "\n".join(text for _, text in self.messages)
         return {m["id"]: m["doc"] for m in _INSTANCE.finditer(text) if m["schema"] == schema}
 
@@ -121,6 +125,8 @@ class Player:
             return Move("OK.")
         if UPDATE_TOOL in view.tools or (CHAT_MARKER in view.system and INSTRUCTIONS_MARKER not in view.system):
             return self.chat(turn, view)
+        if turn.play.unusable:
+            return Move(UNUSABLE_ANSWER)
         if "ToDo" in view.tools or view.documents("ToDo"):
             return self.todos(turn.play, view)
         if "Profile" in view.tools or view.documents("Profile"):
@@ -187,6 +193,13 @@ class Player:
         calls: list[tuple[str, dict]] = []
         for change in todos.update:
             values = {name: self.deadline(value) if name == "deadline" else value for name, value in change.set.items()}
+            if self.flaw == "recreates-updates" and {"RemoveDoc", "ToDo"} <= set(view.tools):
+                calls += [
+                    call
+                    for doc_id in _matching(documents, change.match)
+                    for call in (("RemoveDoc", {"json_doc_id": doc_id}), ("ToDo", {**ast.literal_eval(documents[doc_id]), **values}))
+                ]
+                continue
             operations = [{"op": "replace", "path": f"/{name}", "value": value} for name, value in values.items()]
             calls += [_patch(doc_id, operations) for doc_id in _matching(documents, change.match)]
         if "RemoveDoc" in view.tools and self.flaw != "ignores-deletions":

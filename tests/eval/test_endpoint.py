@@ -58,6 +58,19 @@ def test_the_oracle_behind_an_endpoint_scores_in_full_with_tokens_and_latencies_
     assert re.search(r"overall\s*│\s*5\s*│\s*100%", result.output)
 
 
+def test_a_real_endpoint_leaves_out_the_cases_that_play_an_endpoints_fault_and_says_so(tmp_path):
+    with oracle_endpoint("single-name") as stub:
+        mixed = runner.invoke(app, ["eval", "--base-url", stub.base_url, "--model", "stub-model", "--cases",
+                                    "single-name,pending-changes", "--json", str(tmp_path / "card.json")])
+        only_faults = runner.invoke(app, ["eval", "--base-url", stub.base_url, "--model", "stub-model", "--cases", "pending-*"])
+    assert mixed.exit_code == 0, mixed.output
+    assert "Left out 3 case(s) that play an endpoint's fault, which only --player can play: pending-" in mixed.output
+    card = json.loads((tmp_path / "card.json").read_text(encoding="utf-8"))
+    assert [case["case_id"] for case in card["cases"]] == ["single-name"] and card["overall"]["rates"]["score"] == 1.0
+    assert only_faults.exit_code == 1
+    assert "Every case chosen plays an endpoint's fault, which only --player can play: choose others." in only_faults.output
+
+
 def test_the_html_report_is_one_self_contained_page_with_charts(tmp_path):
     runner.invoke(app, ["eval", "--player", "oracle", "--cases", "single-*", "--html", str(tmp_path / "r.html")])
     page = (tmp_path / "r.html").read_text(encoding="utf-8")

@@ -39,14 +39,19 @@ def without_costs(counts):
     return replace(counts, model_calls=0, prompt_tokens=0, completion_tokens=0, memory_turns=0, answered_first=0)
 
 
-def test_the_oracle_scores_every_case_in_full_with_every_reply_first_and_no_failures(oracle):
+def test_the_oracle_scores_every_case_in_full_with_every_reply_first_and_no_failures_but_those_it_plays(oracle):
     assert {case_id: score.problems for case_id, score in oracle["maistro"].items() if score.problems} == {}
     counts = total(oracle["maistro"].values())
     overall = rates(counts)
     assert overall["score"] == overall["memory_recall"] == overall["memory_precision"] == 1.0
     assert overall["recall_answers"] == overall["secrets_kept"] == overall["language"] == 1.0
-    assert overall["answered_first"] == 1.0  # every memory turn's reply came with its UpdateMemory calls
-    assert counts.model_errors == counts.failed_updates == 0 and counts.model_calls > counts.turns
+    assert overall["confirmations"] == overall["pending_kept"] == 1.0 and counts.confirmations == 2
+    # The only updates that fail are those whose extraction the pending-changes cases answer in text: each is kept,
+    # and its turn gets a second reply that says so; every other memory turn's reply came with its calls.
+    played = sum(turn.play.unusable for case in load_cases() for turn in case.turns)
+    assert counts.failed_updates == counts.pending == counts.pending_expected == played == 3
+    assert counts.answered_first == counts.memory_turns - played
+    assert counts.model_errors == 0 and counts.model_calls > counts.turns
 
 
 def test_the_tutorials_graph_loses_the_points_of_deletions_and_the_page_of_ten_only(oracle):
@@ -61,6 +66,16 @@ def test_the_tutorials_graph_loses_the_points_of_deletions_and_the_page_of_ten_o
         "long-list-recall": ["the reply to 'Is polishing the silver on my chore list?' does not mention 'Polish the silver'"],
         "long-list-no-duplicates": ["the reply to 'Which chores are still open?' does not mention 'plumber'"],
         "long-list-update-late-item": ["1 wrong stored value(s)", "1 of 12 expected memories missing or wrong"],
+        # Its update nodes report no changes, so no note says what a change replaced...
+        "update-confirm-moved-city": ["the notes on 'I just moved to Denver for a new job.' do not say 'location Boston → Denver'"],
+        "update-confirm-todo-estimate": [
+            "the notes on 'Actually the passport renewal will take 45 minutes.' do not say "
+            "'ToDo updated: Renew passport (time_to_complete 30 → 45)'"
+        ],
+        # ... and an extraction answered in text is lost without a trace.
+        "pending-bill-after-name": ["the failed todo update was not kept as a pending change"],
+        "pending-profile-unusable": ["the failed profile update was not kept as a pending change"],
+        "pending-todo-unusable": ["the failed todo update was not kept as a pending change"],
     }
 
 
@@ -106,6 +121,18 @@ def test_a_model_that_ignores_deletions_keeps_one_spurious_todo_per_removal(orac
     assert (flawed.facts, flawed.wrong, flawed.duplicates, flawed.mentioned) == (right.facts, 0, 0, right.mentioned)
     if graph == "tutorial":  # its extractor cannot delete: the oracle loses the same points there
         assert without_costs(flawed) == without_costs(oracle_total(oracle, suite, "tutorial"))
+
+
+def test_a_model_that_recreates_todos_instead_of_patching_them_loses_exactly_the_confirmations_of_todo_changes(oracle):
+    suite = load_cases("updates,dates,long-list-update-late-item,done-groceries,pending-changes")
+    right, flawed = oracle_total(oracle, suite), total(play(suite, flaw="recreates-updates"))
+    todo_confirmations = sum(
+        len(turn.confirm) for case in suite for turn in case.turns if turn.play.todos and turn.play.todos.update
+    )
+    assert right.confirmed - flawed.confirmed == todo_confirmations == 1
+    # The list holds the same ToDos either way: removed and added again, not changed in place (one undo cannot
+    # restore the old value, and the note cannot say what the change replaced).
+    assert without_costs(replace(flawed, confirmed=right.confirmed)) == without_costs(right)
 
 
 def test_a_model_that_answers_in_english_loses_every_chinese_reply_and_nothing_else(oracle):
