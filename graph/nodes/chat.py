@@ -24,10 +24,11 @@ from graph.memory.rendering import (
     memory_section,
     tell_user_rules,
 )
+from graph.memory.user_time import calendar_text
 from graph.nodes.summary import fold_into_summary, with_summary
 from graph.nodes.update import must_tell_user, routed_here, send_outcome
 from graph.nodes.window import PromptParts, invoke_fitted
-from graph.run_context import ResolvedRun, RunContext
+from graph.run_context import ResolvedRun, RunContext, time_text
 from graph.runtime import GraphRuntime
 from graph.settings import current_settings
 from graph.state import State
@@ -101,9 +102,11 @@ def chat_system_prompt(settings: RunContext, kinds: Sequence[MemoryKind]) -> str
 
 def chat_context(memories: TurnMemories, settings: RunContext, kinds: Sequence[MemoryKind]) -> SystemMessage:
     """The chat prompt's part that changes from turn to turn, placed right before the user's latest message: the
-    current time and a section for each memory kind."""
+    user's time (the message's, in the user's zone) and calendar, and a section for each memory kind."""
     sections = "\n\n".join(memory_section(kind, memories.shown(kind)) for kind in kinds)
-    return SystemMessage(content=CHAT_CONTEXT.format(now=settings.now_text(), memory_sections=sections))
+    now = memories.now or settings.now(memories.zone)
+    calendar = calendar_text(now, bool(settings.zone_name(memories.zone)))
+    return SystemMessage(content=CHAT_CONTEXT.format(now=time_text(now), calendar=calendar, memory_sections=sections))
 
 
 def chat_prompt(

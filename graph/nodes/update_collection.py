@@ -2,6 +2,7 @@
 
 from graph.memory.changes import MemoryChange
 from graph.memory.context import documents_to_update
+from graph.memory.deadlines import zoned_changes
 from graph.memory.rendering import capitalized
 from graph.nodes.update import UpdateRequest
 from prompts import COLLECTION_UNCHANGED, COLLECTION_UPDATED, LANGUAGE_RULE
@@ -14,7 +15,7 @@ def propose_collection(request: UpdateRequest) -> list[MemoryChange]:
     with the changes of the turn's earlier rounds applied; a `fresh` request reads the memories again, and what
     it read wins over those changes. The instruction carries the kinds the kind reads as context (the ToDos:
     the user's instructions). New documents get keys derived from the routing call, so a replayed update writes
-    the same keys.
+    the same keys. A deadline written without a UTC offset is taken in the user's zone (`zoned_changes`).
     """
     kind, settings = request.kind, request.context
     memories, existing = documents_to_update(
@@ -28,9 +29,9 @@ def propose_collection(request: UpdateRequest) -> list[MemoryChange]:
         fresh=request.fresh,
     )
     instruction = kind.instruction.format(
-        **memories.context_of(kind, request.kinds), language_rule=LANGUAGE_RULE, now=settings.now_text()
+        **memories.context_of(kind, request.kinds), language_rule=LANGUAGE_RULE, now=settings.now_text(memories.zone)
     )
-    return request.extract(instruction, existing, request.new_key)
+    return zoned_changes(kind, request.extract(instruction, existing, request.new_key), settings.now(memories.zone).tzinfo)
 
 
 def report_collection(request: UpdateRequest, saved: list[MemoryChange]) -> str:
