@@ -126,3 +126,21 @@ def test_whats_due_this_week_is_answered_from_the_list_in_one_model_call(agent, 
     context = context_of(model.calls[0])
     assert "- Pay rent | overdue since" in context and "- Call the bank | due today" in context
     assert f"Today is {now:%A} {now:%Y-%m-%d} where the user is" in context
+
+
+@pytest.mark.parametrize("said, days", [("明天之前要交房租", 1), ("后天之前要交房租", 2), ("Pay rent in 3 days", 3)])
+def test_a_deadline_counted_from_the_servers_clock_is_moved_to_the_users_day(agent, model, said, days):
+    """Half past midnight in Tokyo is still the day before in UTC: a model that counts from the server's date
+    writes a day too early; the relative day the message names puts it right."""
+    tokyo_now = datetime.now(TOKYO)
+    written = tokyo_now.replace(hour=0, minute=30, second=0, microsecond=0)
+    if tokyo_now - written > timedelta(hours=23):
+        written += timedelta(days=1)
+    server_day = written.astimezone(timezone.utc).date() + timedelta(days=days)
+    model.add("task_maistro", route("todo"), say("OK"))
+    model.add("update_todos", calls(todo("交房租", deadline=f"{server_day}T23:59:00+00:00", solutions=["Bank"])))
+
+    turn(agent, said, timezone="Asia/Tokyo", message_time=written.isoformat())
+
+    stored = datetime.fromisoformat(todos(agent)["交房租"]["deadline"])
+    assert stored.astimezone(TOKYO).date() == written.date() + timedelta(days=days)
