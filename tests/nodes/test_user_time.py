@@ -131,14 +131,15 @@ def test_whats_due_this_week_is_answered_from_the_list_in_one_model_call(agent, 
 @pytest.mark.parametrize("said, days", [("明天之前要交房租", 1), ("后天之前要交房租", 2), ("Pay rent in 3 days", 3)])
 def test_a_deadline_counted_from_the_servers_clock_is_moved_to_the_users_day(agent, model, said, days):
     """Half past midnight in Tokyo is still the day before in UTC: a model that counts from the server's date
-    writes a day too early; the relative day the message names puts it right."""
+    writes a day too early (a date alone: the end of that day in Tokyo); the relative day the message names puts
+    it right."""
     tokyo_now = datetime.now(TOKYO)
     written = tokyo_now.replace(hour=0, minute=30, second=0, microsecond=0)
     if tokyo_now - written > timedelta(hours=23):
         written += timedelta(days=1)
     server_day = written.astimezone(timezone.utc).date() + timedelta(days=days)
     model.add("task_maistro", route("todo"), say("OK"))
-    model.add("update_todos", calls(todo("交房租", deadline=f"{server_day}T23:59:00+00:00", solutions=["Bank"])))
+    model.add("update_todos", calls(todo("交房租", deadline=server_day.isoformat(), solutions=["Bank"])))
 
     turn(agent, said, timezone="Asia/Tokyo", message_time=written.isoformat())
 
