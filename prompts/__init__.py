@@ -45,8 +45,8 @@ CHAT_CONTEXT = """Current date and time: {now}
 # the assistant does when no zone is known from the run, the profile or the operator (graph/memory/user_time.py).
 WEEK_LINE = "Today is {today:%A} {today:%Y-%m-%d} where the user is; this week runs from Monday {monday:%Y-%m-%d} to Sunday {sunday:%Y-%m-%d}."
 ZONE_UNKNOWN = (
-    "The user's time zone is not known, so this is the server's clock. If a relative date (\"tomorrow\", \"明天\") "
-    "matters and you have not asked in this conversation yet, ask once where they are (a city is enough)."
+    "The user's time zone is not known, so this is the server's clock: count their relative dates from it, and "
+    "ask them once in your reply where they are (a city is enough) so their dates are their own."
 )
 
 # Rule 5 of the chat prompt, by reply timing (MAISTRO_REPLY_TIMING): the tutorial's, where the reply comes after

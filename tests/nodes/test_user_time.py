@@ -21,17 +21,30 @@ def context_of(call) -> str:
     return call.messages[-2].text
 
 
+def test_with_no_zone_known_the_first_relative_date_asks_where_the_user_is_once(agent, model, monkeypatch):
+    monkeypatch.delenv("MAISTRO_TIMEZONE")
+    model.standing["task_maistro"] = say("OK.")
+
+    for text in ("Hi", "Pay rent tomorrow", "Call mum the day after tomorrow", "明天交报告"):
+        turn(agent, text)
+    turn(agent, "Water the plants tomorrow", thread_id="2")
+
+    asked = [ZONE_UNKNOWN in context_of(call) for call in model.calls_in("task_maistro")]
+    assert asked == [False, True, False, False, True], "once per conversation, when a relative date first needs it"
+
+
 def test_the_user_says_where_they_live_and_later_prompts_use_that_zone(agent, model, monkeypatch):
     monkeypatch.delenv("MAISTRO_TIMEZONE")
-    model.add("task_maistro", route("user"), say("Noted, Tokyo."), say("Sure."))
+    model.add("task_maistro", say("Where are you?"), route("user"), say("Noted, Tokyo."), say("Sure."))
     model.add("update_profile", calls(profile(location="Tokyo", timezone="Asia/Tokyo")))
 
+    turn(agent, "Remind me to pay rent tomorrow")
     turn(agent, "I live in Tokyo.")
-    turn(agent, "What time is it for me?")
+    turn(agent, "And the bank the day after tomorrow?")
 
     assert profile_of(agent)["timezone"] == "Asia/Tokyo"
     first, *_, last = model.calls_in("task_maistro")
-    assert ZONE_UNKNOWN in context_of(first), "no zone from the run, the profile or the operator: ask once"
+    assert ZONE_UNKNOWN in context_of(first), "no zone from the run, the profile or the operator: ask"
     assert "+09:00 (" in context_of(last) and ZONE_UNKNOWN not in context_of(last)
 
 

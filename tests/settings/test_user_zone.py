@@ -69,6 +69,6 @@ def test_with_auth_on_a_client_still_sends_its_zone_and_message_time():
 
 def test_the_calendar_names_today_and_this_week_monday_to_sunday():
     sunday = datetime.fromisoformat("2026-12-06T23:30:00+09:00")
-    text = calendar_text(sunday, zone_known=True)
+    text = calendar_text(sunday, ask_zone=False)
     assert text == "Today is Sunday 2026-12-06 where the user is; this week runs from Monday 2026-11-30 to Sunday 2026-12-06."
-    assert calendar_text(sunday, zone_known=False).endswith(ZONE_UNKNOWN)
+    assert calendar_text(sunday, ask_zone=True).endswith(ZONE_UNKNOWN)
