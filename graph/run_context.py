@@ -132,8 +132,9 @@ class RunContext:
         user is the authenticated one (the identity of `langgraph_auth_user` in `configurable`, which the server
         sets over any client value; never taken from `context`), whatever `user_id` the client sent, and a
         client may set only `CLIENT_SETTINGS`, in either place: the rest are the operator's. Numbers are
-        clamped to their bounds and a time zone must exist, whoever sets them (a bad one raises `ValueError`
-        with one sentence). A setting may be sent by its former name (`FORMER_NAMES`); its current name wins.
+        clamped to their bounds, a time zone must exist and a message time must carry a UTC offset and lie
+        within 24 hours of the server's clock, whoever sets them (a bad one raises `ValueError` with one
+        sentence). A setting may be sent by its former name (`FORMER_NAMES`); its current name wins.
         """
         configurable = (config or {}).get("configurable") or {}
         sent = {**_current_names(configurable), **_current_names(_sent_in_context(context))}
