@@ -246,19 +246,21 @@ def due(
     data_dir: DataDirOption = None,
 ) -> None:
     """Show the open ToDos that are due: overdue ones first, then those due within --days days, by deadline (in
-    MAISTRO_TIMEZONE's time), read from the store without a model."""
+    the user's time zone: their profile's, else MAISTRO_TIMEZONE's), read from the store without a model."""
     from graph.memory.due import due_items
     from graph.memory.kinds import configured_kinds
     from graph.memory.rendering import joined
     from graph.memory.store import read_kind
+    from graph.memory.user_time import profile_zone
     from graph.run_context import RunContext
 
     user_id = _user(user)
     kinds = [kind for kind in configured_kinds() if kind.deadline_field]
     if not kinds:
         _fail("No memory kind declares a deadline_field, so nothing can be due.")
-    now = RunContext().now()
     with _store(data_dir) as store:
+        singles = [kind for kind in configured_kinds() if not kind.collection]
+        now = RunContext().now(profile_zone({kind.name: [i.value for i in read_kind(store, kind, user_id)] for kind in singles}))
         found = [
             (kind, due_items(read_kind(store, kind, user_id), now, days, deadline_field=kind.deadline_field, is_open=kind.is_open))
             for kind in kinds

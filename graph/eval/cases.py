@@ -8,11 +8,16 @@ messages). A turn's `play` is what a model that gets it right does (only the scr
 change, `graph.memory.replaced`). `expect` is the memory the store must hold after the last turn (and the
 updates left pending, `graph.memory.pending`), and `must_not_store` are strings that must appear nowhere in the
 store.
+
+A case may set the `user`'s own time: their IANA time zone and when they write (`message_time`, a date of
+`graph.eval.dates.resolve_date` counted from the run's today and a wall time in that zone, "today-1 23:30"),
+sent as the run's `timezone` and `message_time`; the case's other dates are then counted from the user's today
+(the date of that moment where they are), not from the run's.
 """
 
 import fnmatch
 import json
-from datetime import date
+from datetime import date, datetime, time
 from importlib import resources
 from pathlib import Path
 from typing import Literal
@@ -34,6 +39,8 @@ CATEGORIES = (
     "chinese",
     "long-list",
     "pending-changes",
+    "time-zones",
+    "what-is-due",
 )
 Alternatives = str | list[str]
 
@@ -82,6 +89,9 @@ class Play(_Strict):
     unusable: bool = Field(
         False, description="The endpoint's fault the case plays: every extraction of the turn is answered in text."
     )
+    due: Literal["today", "week"] | None = Field(
+        None, description="The turn asks what is due: today (with what is overdue) or this week; the reply names it."
+    )
 
     @property
     def update_types(self) -> list[str]:
@@ -96,6 +106,7 @@ class Turn(_Strict):
     user: str = Field(min_length=1)
     play: Play
     mention: list[Alternatives] = Field(default_factory=list, description="Facts the reply must contain.")
+    not_mention: list[str] = Field(default_factory=list, description="What the reply must not name (not due).")
     language: Literal["en", "zh"] | None = None
     confirm: list[Alternatives] = Field(default_factory=list, description="What the turn's memory notes must say.")
 
@@ -121,6 +132,29 @@ class Expected(_Strict):
     )
 
 
+class UserTime(_Strict):
+    """Where the user is and when they write: an IANA zone, and a date spec with a wall time there."""
+
+    timezone: str
+    message_time: str = Field(pattern=r"^.+ \d{2}:\d{2}$", description="'<date spec> HH:MM', e.g. 'today-1 23:30'.")
+
+    @field_validator("timezone")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        from graph.run_context import known_zone
+
+        if not known_zone(value):
+            raise ValueError(f"{value!r} is not a known IANA time zone")
+        return value
+
+    def moment(self, today: date) -> datetime:
+        """When the user writes, for a run whose today is `today`: the date spec's day at the wall time, in the zone."""
+        from zoneinfo import ZoneInfo
+
+        spec, clock = self.message_time.rsplit(" ", 1)
+        return datetime.combine(resolve_date(spec, today), time.fromisoformat(clock), ZoneInfo(self.timezone))
+
+
 class Case(_Strict):
     """One scripted conversation and the memory it must leave."""
 
@@ -130,6 +164,7 @@ class Case(_Strict):
     threads: list[list[Turn]] = Field(min_length=1)
     expect: Expected = Field(default_factory=Expected)
     must_not_store: list[str] = Field(default_factory=list)
+    user: UserTime | None = Field(None, description="The user's own zone and message time (default: the run's).")
 
     @field_validator("threads")
     @classmethod
@@ -159,6 +194,15 @@ class Case(_Strict):
         for spec in specs:
             if isinstance(spec, str):
                 resolve_date(spec, date(2026, 1, 1))
+        if self.user is not None:
+            self.user.moment(date(2026, 1, 1))
+
+    def user_today(self, today: date, timezone: str) -> tuple[date, str]:
+        """The day the case's dates count from and the zone its deadlines are read in: the user's (`user`), else
+        the run's `today` and `timezone`."""
+        if self.user is None:
+            return today, timezone
+        return self.user.moment(today).date(), self.user.timezone
 
 
 def _first_problem(error: ValidationError) -> str:

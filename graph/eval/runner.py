@@ -200,13 +200,18 @@ def read_memory(compiled: CompiledStateGraph, user_id: str) -> tuple[dict[str, A
 def run_case(
     case: Case, graph_name: str, model: BaseChatModel, budget: Budget, timezone: str = "UTC"
 ) -> CaseRun:
-    """Play every turn of `case` on a fresh graph, then read the memory it left and the updates left pending."""
+    """Play every turn of `case` on a fresh graph, then read the memory it left and the updates left pending; a
+    case with the `user`'s own time sends their zone and message time with each run."""
     from graph.memory.pending import list_pending
 
     run = CaseRun(case)
+    user_time = {}
+    if case.user is not None:  # the user's own zone and the time they write, as a client sends them
+        user_time = {"timezone": case.user.timezone, "message_time": case.user.moment(today_in(timezone)).isoformat()}
     with open_target(graph_name, model) as compiled:
         for index, thread in enumerate(case.threads):
-            config = {"configurable": {"thread_id": str(uuid.uuid4()), "user_id": EVAL_USER, "timezone": timezone}}
+            configurable = {"thread_id": str(uuid.uuid4()), "user_id": EVAL_USER, "timezone": timezone, **user_time}
+            config = {"configurable": configurable}
             for turn in thread:
                 if reason := budget.spent():
                     run.stopped = reason

@@ -193,9 +193,11 @@ class CaseScore:
 
 
 def score_case(run: CaseRun, today: date, timezone: str = "UTC") -> CaseScore:
-    """Score one case run."""
+    """Score one case run: its dates counted from the user's today in the user's zone when the case sets the user's
+    time, and each thing a reply must not name (`not_mention`) a check like one it must."""
     case: Case = run.case
     memory = run.memory
+    today, timezone = case.user_today(today, timezone)
     counts = (
         score_profile(case.expect.profile, memory.get("profile"))
         + score_todos(case.expect.todos, memory.get("todos") or [], today, timezone)
@@ -216,6 +218,10 @@ def score_case(run: CaseRun, today: date, timezone: str = "UTC") -> CaseScore:
         missing = [fact for fact in turn.mention if not _has(record.reply, fact)]
         counts.mentioned += len(turn.mention) - len(missing)
         score.problems += [f"the reply to {turn.user!r} does not mention {fact!r}" for fact in missing]
+        counts.mentions += len(turn.not_mention)
+        named = [fact for fact in turn.not_mention if _has(record.reply, fact)]
+        counts.mentioned += len(turn.not_mention) - len(named)
+        score.problems += [f"the reply to {turn.user!r} names {fact!r}, which is not due" for fact in named]
         if turn.language:
             counts.languages += 1
             right = reply_language(record.reply) == turn.language

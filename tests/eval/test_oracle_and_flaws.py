@@ -8,8 +8,10 @@ from dataclasses import replace
 import pytest
 
 from graph.eval.cases import Case, load_cases
+from graph.eval.dates import resolve_date
 from graph.eval.scoring import rates
-from testing.eval_runs import play, total
+from graph.memory.relative_dates import only_date_said
+from testing.eval_runs import TODAY, play, total
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +78,20 @@ def test_the_tutorials_graph_loses_the_points_of_deletions_and_the_page_of_ten_o
         "pending-bill-after-name": ["the failed todo update was not kept as a pending change"],
         "pending-profile-unusable": ["the failed profile update was not kept as a pending change"],
         "pending-todo-unusable": ["the failed todo update was not kept as a pending change"],
+        # No user's own time: its dates are the server's, whatever the run's zone and message time say.
+        **{case.id: [f"{n} wrong stored value(s)", f"{n} of {n} expected memories missing or wrong"]
+           for case in load_cases("time-zones") if (n := len(case.expect.todos))},
+        # No due markers and no week in its prompt: what is due is not told apart.
+        "what-is-due-this-week-chinese": ["the reply to '这周要做什么?' does not mention '取快递'"],
+        "what-is-due-this-week-overdue": [
+            "the reply to \"What's due this week?\" does not mention 'expense report'",
+            "the reply to \"What's due this week?\" does not mention 'Water the garden'",
+        ],
+        "what-is-due-today-los-angeles": [
+            "the reply to \"What's due today?\" does not mention 'Pay the electricity bill'",
+            "2 wrong stored value(s)",
+            "2 of 2 expected memories missing or wrong",
+        ],
     }
 
 
@@ -165,3 +181,35 @@ def test_a_model_that_writes_tool_calls_as_text_costs_what_never_routing_costs_o
 def test_a_model_that_writes_tool_calls_as_text_loses_nothing_on_this_agent(oracle):
     suite = load_cases("single-*,chinese")  # a reply that is calls written as text is read as the calls and run
     assert without_costs(total(play(suite, flaw="text-tool-calls"))) == without_costs(oracle_total(oracle, suite))
+
+
+def shifted_deadlines(case: Case, pinned: bool) -> int:
+    """How many of the deadlines a case's turns add fall on another day when counted from the server's date (the
+    run's today, UTC) instead of the user's (their message time where they are): of turns whose message names one
+    relative day, which the agent pins (`pinned`), or of the others."""
+    user_today, _ = case.user_today(TODAY, "UTC")
+    return sum(
+        resolve_date(todo.deadline, TODAY) != resolve_date(todo.deadline, user_today)
+        for turn in case.turns
+        if turn.play.todos and (only_date_said(turn.user, user_today) is not None) == pinned
+        for todo in turn.play.todos.add
+        if todo.deadline
+    )
+
+
+def test_a_model_on_the_servers_clock_loses_exactly_the_dates_of_users_on_another_day(oracle):
+    suite = load_cases("dates,time-zones,what-is-due")
+    right, flawed = oracle_total(oracle, suite), total(play(suite, flaw="server-clock"))
+    shifted = sum(shifted_deadlines(case, pinned=False) for case in suite)
+    assert shifted >= 3 and flawed.wrong == shifted and flawed.correct == right.correct - shifted
+    # A message naming one relative day ("by tomorrow", "后天") pins the deadline to the user's day: the agent
+    # mends those dates of the flawed model.
+    assert sum(shifted_deadlines(case, pinned=True) for case in suite) == 2
+    # 'What's due today?' at 23:30 in Los Angeles: the bill it stored on the server's date ends after midnight UTC,
+    # so by UTC dates it is not due on the server's today, and the answer leaves it out.
+    assert right.mentioned - flawed.mentioned == 1
+    assert without_costs(replace(flawed, wrong=0, correct=right.correct, mentioned=right.mentioned)) == without_costs(
+        right
+    )
+    unzoned = [case for case in suite if case.user is None]  # the user's day is the server's: nothing lost
+    assert without_costs(total(play(unzoned, flaw="server-clock"))) == without_costs(oracle_total(oracle, unzoned))
