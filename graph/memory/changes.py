@@ -88,11 +88,14 @@ class MemoryChange:
 
 @dataclass(frozen=True)
 class ChangeContext:
-    """Where changes come from: the thread, the user's message, and a seed that makes entry ids replay-stable."""
+    """Where changes come from: the thread, the user's message, and a seed that makes entry ids replay-stable;
+    `settles`, for the retry of a pending change (`graph.memory.pending.settle_op`), is the condition and the
+    delete that remove it in the batch that saves."""
 
     thread_id: str
     message: str
     seed: str
+    settles: tuple[Unchanged, PutOp] | None = None
 
 
 class IrreversibleChangeError(ValueError):
@@ -194,6 +197,9 @@ def record_changes(
         *(Unchanged(record.namespace, record.key, None) for record in records),
     ]
     puts = [*(document_put(kind, ns, change.key, change.after) for change in changes), *records]
+    if context.settles:
+        conditions.append(context.settles[0])
+        puts.append(context.settles[1])
     write_saving_unindexed(store, conditions, puts, kind)
     return [record.value for record in records]
 
@@ -238,7 +244,7 @@ def commit_changes(
     or the changes were already committed under the context's seed.
     """
     saved, secrets = redact_changes(changes)
-    if saved:
+    if saved or context.settles:  # a retry that finds nothing left to change still settles its pending change
         record_changes(store, user_id, kind, saved, context)
     return saved, secrets
 

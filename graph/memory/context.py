@@ -37,6 +37,7 @@ from graph.memory.selection import (
     semantic_hits,
 )
 from graph.memory.store import read_kind
+from graph.memory.user_time import profile_zone
 from graph.recent import Recent
 from graph.run_context import RunContext
 
@@ -55,13 +56,15 @@ class TurnRead:
 @dataclass(frozen=True)
 class TurnMemories:
     """The memories a turn works with: two selections of each collection (for the chat prompt and for an update),
-    and every other kind's documents, by kind name; `now` is the time the turn read them, in the user's zone."""
+    and every other kind's documents, by kind name; `now` is the time of the user's message, in the user's zone,
+    and `zone` the time zone the user's profile holds ("" for none)."""
 
     store: BaseStore
     documents: Mapping[str, list[dict[str, Any]]]
     prompt: Mapping[str, Selection]
     update: Mapping[str, Selection]
     now: datetime | None = None
+    zone: str = ""
 
     def shown(self, kind: MemoryKind) -> str:
         """The kind's memories as the chat prompt shows them: a collection's documents chosen for the turn, else
@@ -175,7 +178,11 @@ def read_turn_memories(
         hits = semantic_hits(store, user_id, query, widest.semantic, candidates.kind) if many else []
         prompt[name] = choose(candidates, prompt_limit, hits)
         update[name] = choose(candidates, update_limit, hits)
-    return TurnMemories(store=store, documents=read.documents, prompt=prompt, update=update, now=settings.now())
+    zone = profile_zone(read.documents)
+    return TurnMemories(
+        store=store, documents=read.documents, prompt=prompt, update=update, now=settings.now(zone), zone=zone
+    )
+
 
 
 def select_collection(

@@ -17,7 +17,9 @@ HISTORY = "history"
 # refuses them (`graph.server.auth`), imports refuse them and exports leave them out (`graph.memory.admin`), and the
 # code that reads them trusts only where an item is filed, never what its value says.
 UNINDEXED = "unindexed"
-INTERNAL_NAMESPACES = (UNINDEXED,)
+# The user's pending changes (`graph.memory.pending`): updates that failed, read and settled only through that module.
+PENDING = "pending"
+INTERNAL_NAMESPACES = (UNINDEXED, PENDING)
 PAGE_SIZE = 200
 # More items than one namespace holds: the limit that makes a search return the whole namespace.
 WHOLE_NAMESPACE = 10_000_000

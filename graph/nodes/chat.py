@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Annotated, Literal
 
-from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
@@ -24,10 +24,11 @@ from graph.memory.rendering import (
     memory_section,
     tell_user_rules,
 )
+from graph.memory.user_time import asks_for_zone, calendar_text
 from graph.nodes.summary import fold_into_summary, with_summary
 from graph.nodes.update import must_tell_user, routed_here, send_outcome
 from graph.nodes.window import PromptParts, invoke_fitted
-from graph.run_context import ResolvedRun, RunContext
+from graph.run_context import ResolvedRun, RunContext, time_text
 from graph.runtime import GraphRuntime
 from graph.settings import current_settings
 from graph.state import State
@@ -99,11 +100,17 @@ def chat_system_prompt(settings: RunContext, kinds: Sequence[MemoryKind]) -> str
     )
 
 
-def chat_context(memories: TurnMemories, settings: RunContext, kinds: Sequence[MemoryKind]) -> SystemMessage:
+def chat_context(
+    memories: TurnMemories, settings: RunContext, kinds: Sequence[MemoryKind], said: Sequence[str] = ()
+) -> SystemMessage:
     """The chat prompt's part that changes from turn to turn, placed right before the user's latest message: the
-    current time and a section for each memory kind."""
+    user's time (the message's, in the user's zone) and calendar, with a note to ask where the user is when no
+    zone is known and the user's messages (`said`, oldest first) bring up a relative date for the first time, and a
+    section for each memory kind."""
     sections = "\n\n".join(memory_section(kind, memories.shown(kind)) for kind in kinds)
-    return SystemMessage(content=CHAT_CONTEXT.format(now=settings.now_text(), memory_sections=sections))
+    now = memories.now or settings.now(memories.zone)
+    calendar = calendar_text(now, not settings.zone_name(memories.zone) and asks_for_zone(said, now.date()))
+    return SystemMessage(content=CHAT_CONTEXT.format(now=time_text(now), calendar=calendar, memory_sections=sections))
 
 
 def chat_prompt(
@@ -188,7 +195,8 @@ def task_maistro(
     else:
         memories = turn_memories(runtime.store, settings, thread, run.thread_id, kinds, reads)
     view = ThreadView.of(thread)
-    stable, context = chat_system_prompt(settings, kinds), chat_context(memories, settings, kinds)
+    said = [message.text for message in thread if isinstance(message, HumanMessage)]
+    stable, context = chat_system_prompt(settings, kinds), chat_context(memories, settings, kinds, said)
     visible_thread = as_prompted(bound_messages(chat_history(thread)))
     new_messages: list[AnyMessage] = []
     may_route = view.rounds < settings.max_memory_rounds and state["remaining_steps"] > STEPS_PER_ROUND + 1

@@ -11,7 +11,8 @@ store API's, and the work runs on the server's own store in a worker thread (`gr
 The same routes serve every declared memory kind (MAISTRO_MEMORY_KINDS): `GET memories` (everything the page
 shows), `GET search?query=` (every searchable kind), `POST kinds/{kind}/documents` (add to a collection),
 `PUT` / `PATCH` / `DELETE kinds/{kind}/documents/{key}` (replace, change some fields, delete; a body's `base`
-is the document as the page showed it, and a stale one is a 409), `POST history/{id}/undo`.
+is the document as the page showed it, and a stale one is a 409), `POST history/{id}/undo`, and for the
+updates that failed `POST pending/{id}/retry` and `DELETE pending/{id}` (`graph.server.pending_page`).
 """
 
 import json
@@ -25,6 +26,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from graph.memory.store import InvalidUserIdError, check_user_id
+from graph.server import pending_page
 from graph.server.auth import auth_enabled, authenticate
 from graph.server.limits import MAX_SEARCH_LIMIT, MAX_STORE_VALUE_BYTES
 from graph.server.memory_page import (
@@ -153,6 +155,17 @@ def _undo(store: BaseStore, user_id: str, request: Request, body: dict[str, Any]
     return undo(store, user_id, request.path_params["change_id"], served_kinds())
 
 
+def _retry(store: BaseStore, user_id: str, request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    from graph.agent import server_graph
+    from graph.runtime import runtime_of
+
+    return pending_page.retry(store, user_id, request.path_params["pending_id"], runtime_of(server_graph()))
+
+
+def _drop(store: BaseStore, user_id: str, request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    return pending_page.drop(store, user_id, request.path_params["pending_id"])
+
+
 async def session(request: Request) -> JSONResponse:
     """How to sign in: with a token when auth is on, else by naming a user (the default user is given)."""
     if auth_enabled():
@@ -167,4 +180,6 @@ routes = [
     Route("/memories/api/kinds/{kind}/documents", endpoint(_add), methods=["POST"]),
     Route("/memories/api/kinds/{kind}/documents/{key}", endpoint(_document), methods=["PUT", "PATCH", "DELETE"]),
     Route("/memories/api/history/{change_id}/undo", endpoint(_undo), methods=["POST"]),
+    Route("/memories/api/pending/{pending_id}/retry", endpoint(_retry), methods=["POST"]),
+    Route("/memories/api/pending/{pending_id}", endpoint(_drop), methods=["DELETE"]),
 ]

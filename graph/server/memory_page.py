@@ -35,6 +35,7 @@ from graph.memory.changes import (
 from graph.memory.history import history_page, latest_change
 from graph.memory.index_outage import search_by_meaning
 from graph.memory.kinds import MemoryKind, UnknownKindError, kind_named
+from graph.memory.pending import list_pending
 from graph.memory.selection import deadline_of
 from graph.memory.store import namespace, read_kind
 from graph.memory.text_diff import document_diff
@@ -113,7 +114,8 @@ def read_memories(
 ) -> dict[str, Any]:
     """Everything the page shows for one user: the memory `kinds`, the documents of each by kind name (open first),
     each with why it does not fit its schema (None when it does), and the history: its newest `history_shown`
-    entries (newest first; a free-text kind's with its `diff`, `entry_with_diff`) and how many items it holds."""
+    entries (newest first; a free-text kind's with its `diff`, `entry_with_diff`) and how many items it holds; and
+    the updates that failed, kept as pending changes (`graph.memory.pending`), oldest first."""
     history = history_page(store, user_id, history_shown)
     text_kinds = {kind.name for kind in kinds if kind.text}
     return {
@@ -125,6 +127,7 @@ def read_memories(
         },
         "history": [entry_with_diff(entry, text_kinds) for entry in history.entries],
         "history_total": history.total,
+        "pending": [pending.model_dump() for pending in list_pending(store, user_id)],
     }
 
 
@@ -140,10 +143,12 @@ def memories_version(store: BaseStore, user_id: str, kinds: Sequence[MemoryKind]
     """An ETag that changes whenever what `read_memories` returns may have changed, read at a cost that does not
     grow with the history: its newest entry (every change of a memory writes one, newer than the rest) and the TTL
     sweep's period, so that what no change records shows within MAISTRO_TTL_SWEEP_MINUTES: done ToDos that
-    expired, and history entries imported without a change of a document (the page's count)."""
+    expired, and history entries imported without a change of a document (the page's count). The pending changes
+    (a few, written without a history entry) are part of it."""
     newest = latest_change(store, user_id) or {}
     period = int(time.time() // (current_settings().ttl_sweep_minutes * 60))
-    parts = [user_id, [kind.name for kind in kinds], history_shown, newest.get("id"), period]
+    pending = [entry.id for entry in list_pending(store, user_id)]
+    parts = [user_id, [kind.name for kind in kinds], history_shown, newest.get("id"), period, pending]
     return f'"{hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:32]}"'
 
 

@@ -66,6 +66,10 @@ def without(mapping: dict, name: str) -> dict:
         ({TODO: {"k" * 300: SWIM_ITEM}}, "its key is longer than 256 characters"),
         ({TODO: {"line\nbreak": SWIM_ITEM}}, "its key contains a control character"),
         ({PROFILE: {"user_profile": {**LANCE_PROFILE, "password": "x"}}}, "password: Extra inputs are not permitted"),
+        (
+            {PROFILE: {"user_profile": {**LANCE_PROFILE, "timezone": "Mars/Base"}}},
+            "timezone: Value error, 'Mars/Base' is not a known IANA time zone, such as Asia/Tokyo",
+        ),
     ],
 )
 def test_an_invalid_item_rejects_the_whole_file_with_one_sentence(agent, sections, problem):
@@ -76,6 +80,13 @@ def test_an_invalid_item_rejects_the_whole_file_with_one_sentence(agent, section
 
     assert problem in str(refused.value) and "\n" not in str(refused.value)
     assert user_items(agent.store, "Ann") == [], "nothing of the file was written"
+
+
+def test_a_profile_with_its_time_zone_imports(agent):
+    profile = {**LANCE_PROFILE, "timezone": "America/Los_Angeles"}
+    import_memories(agent.store, "Ann", {"format": EXPORT_FORMAT, PROFILE: {"user_profile": profile}})
+
+    assert agent.store.get(namespace(PROFILE, "Ann"), "user_profile").value["timezone"] == "America/Los_Angeles"
 
 
 def test_secrets_in_keys_are_redacted_like_values(agent):
