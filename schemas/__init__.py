@@ -8,7 +8,7 @@ descriptions because several providers (Anthropic among them) reject tools witho
 from datetime import datetime
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 
 class Profile(BaseModel):
@@ -44,6 +44,9 @@ class ToDo(BaseModel):
     )
     status: Literal["not started", "in progress", "done", "archived"] = Field(
         description="Current status of the task", default="not started"
+    )
+    completed_at: Optional[AwareDatetime] = Field(
+        description="When the task was marked done (the app sets it; leave it out).", default=None
     )
 
 

@@ -185,7 +185,7 @@ def import_memories(
             if stored.get(key) != value
         ]
         if changes:
-            commit_changes(store, user_id, kind, changes, context)
+            commit_changes(store, user_id, kind, changes, context, trusted_completion=True)
     return {name: len(section) for name, section in checked.items()}
 
 

@@ -3,8 +3,9 @@
 A history entry (`schemas.HistoryEntry`) holds the time, thread, memory kind, store key, action, the
 document before and after, and the user's message that caused it (secrets redacted). Undoing a change writes
 the document's earlier state back and records that as a change of its own, so an undo can be undone too.
-A document whose status its kind declares expiring (the ToDos' done and archived ones) is written with a TTL
-(MAISTRO_DONE_TODO_TTL_DAYS, `graph.memory.document_puts`); any other never expires.
+A document whose status its kind declares expiring (the ToDos' archived ones) is written with a TTL
+(MAISTRO_DONE_TODO_TTL_DAYS, `graph.memory.document_puts`); any other never expires. A document marked done gets
+its completion time (`graph.memory.completion`), and loses it when reopened.
 A change and its history entry are one store batch, which this project's stores commit as one transaction
 (`graph.backends.atomic`); undo writes nothing that does not fit the memory's schema.
 
@@ -26,6 +27,7 @@ from typing import Any, Literal
 from langgraph.store.base import BaseStore, GetOp, PutOp
 from pydantic import ValidationError
 
+from graph.memory.completion import stamped
 from graph.memory.conditions import ConflictError, Unchanged
 from graph.memory.document_puts import document_put
 from graph.memory.entries import UnknownChangeError, readable_entry
@@ -229,14 +231,26 @@ def redact_changes(changes: Sequence[MemoryChange]) -> tuple[list[MemoryChange],
 
 
 def commit_changes(
-    store: BaseStore, user_id: str, kind: MemoryKind, changes: Sequence[MemoryChange], context: ChangeContext
+    store: BaseStore,
+    user_id: str,
+    kind: MemoryKind,
+    changes: Sequence[MemoryChange],
+    context: ChangeContext,
+    *,
+    trusted_completion: bool = False,
 ) -> tuple[list[MemoryChange], set[str]]:
-    """Redact secrets, then write the changes with their history (see `record_changes`).
+    """Stamp completion times (`graph.memory.completion.stamped`; `trusted_completion`: an import's are kept), redact
+    secrets, then write the changes with their history (see `record_changes`).
 
     Returns the changes as saved and the kinds of secret left out. Raises `ConflictError`, writing nothing,
     when a document is no longer what the change started from (another writer changed it since it was read)
     or the changes were already committed under the context's seed.
     """
+    stamp_time = datetime.now(timezone.utc)
+    changes = [
+        replace(change, after=stamped(kind, change.before, change.after, stamp_time, trusted=trusted_completion))
+        for change in changes
+    ]
     saved, secrets = redact_changes(changes)
     if saved:
         record_changes(store, user_id, kind, saved, context)

@@ -13,7 +13,7 @@ from graph.memory.admin import export_memories, import_memories
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, document_problem, list_history
 from graph.memory.formats import Column
 from graph.memory.kinds import GRAPH_NAMES, RESERVED_NAMES, UnknownKindError, kind_named
-from graph.memory.store import HISTORY, INTERNAL_NAMESPACES, namespace, read_kind
+from graph.memory.store import DONE_LOG, HISTORY, INTERNAL_NAMESPACES, namespace, read_kind
 from graph.state import State
 from schemas import Instructions, Profile, ToDo
 from testing.stored_names import INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_KEY, TODO
@@ -54,7 +54,7 @@ def test_a_kind_declared_with_four_fields_gets_its_defaults():
     [
         ({"name": "my.kind"}, "must be a Python identifier"),
         ({"name": "history"}, "other than history"),
-        ({"name": "unindexed"}, "other than history, unindexed: 'unindexed' is not"),
+        ({"name": "unindexed"}, "other than history, unindexed, done_log: 'unindexed' is not"),
         ({"schema": dict}, "needs a Pydantic model"),
         ({"text": True}, "cannot be free text and a collection"),
     ],
@@ -66,7 +66,7 @@ def test_a_kind_that_cannot_work_is_refused_with_one_sentence(fields, message):
 
 
 def test_no_kind_may_take_a_namespace_the_memory_code_keeps_for_itself():
-    assert set(RESERVED_NAMES) == {HISTORY, *INTERNAL_NAMESPACES}
+    assert set(RESERVED_NAMES) == {HISTORY, DONE_LOG, *INTERNAL_NAMESPACES}
 
 
 def test_a_kind_is_found_by_name_and_an_unknown_name_says_so():
