@@ -14,7 +14,8 @@ change that finished a moved document finds it gone and says so.
 
 The log is the user's: it is exported and imported (validated as any import is, `graph.memory.admin`), read by
 `maistro done`, and deleted by forget (it lives in the user's namespaces). Its entries may have been written
-through a server's store API, so every read checks them against the kind's stored schema and skips what fails.
+through a server's store API, so every read checks that each is a done document with a completion time and skips
+what is not; an import checks each against the kind's stored schema.
 The chat prompt carries only the counts of the last `MONTHS_SHOWN` months (`log_line`), never the entries, so a
 long log costs the prompt a line.
 """
@@ -28,7 +29,6 @@ from typing import Any
 
 from langgraph.store.base import BaseStore, Item, PutOp
 
-from graph.memory.changes import document_problem
 from graph.memory.completion import completed_at, is_done
 from graph.memory.conditions import ConflictError, Unchanged, write_unless_changed
 from graph.memory.kinds import MemoryKind
@@ -156,9 +156,9 @@ class LoggedEntry:
 
 
 def valid_entry(kind: MemoryKind, document: Any) -> datetime | None:
-    """When the log entry `document` of `kind` was finished, if it is one (a document of the kind's stored schema,
-    done, with an aware completion time); else None."""
-    if not isinstance(document, dict) or not is_done(kind, document) or document_problem(kind, "", document):
+    """When the log entry `document` of `kind` was finished, if it is one (a JSON object, done, with an aware
+    completion time: a document the list held may predate its schema's rules, and is shown as it was); else None."""
+    if not isinstance(document, dict) or not is_done(kind, document):
         return None
     return completed_at(document.get(kind.completed_field))
 

@@ -1,15 +1,23 @@
 """The done log: a ToDo records when it was finished, and moves off the list into the user's log once that is
 MAISTRO_DONE_LOG_AFTER_DAYS past, atomically and once; the prompt carries its counts; stale ToDos are raised once."""
 
+import json
+import re
 import threading
 from datetime import datetime, timedelta, timezone
 
+import pytest
 from langgraph.store.base import PutOp
+from starlette.requests import Request
 
 from graph import open_store
+from graph.memory.admin import EXPORT_FORMAT, export_memories, forget_user, import_memories, user_items
 from graph.memory.done_log import log_namespace, move_finished, read_counts, read_log
+from graph.memory.export_file import InvalidExportError
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS, TODO
-from graph.memory.store import namespace, search_all
+from graph.memory.store import DONE_LOG, namespace, search_all
+from graph.server.memory_api import _memories as page_memories
+from graph.server.memory_page import HISTORY_SHOWN, edit_document, memories_version
 from testing.helpers import todos, turn
 from testing.scripted_model import add, calls, patch_where, replace, route, say, todo
 
@@ -124,3 +132,76 @@ def test_stale_open_todos_are_raised_once(agent, model, monkeypatch):
     assert "Return the library book (due" not in first, "three days late is overdue, not stale"
     assert "Stale ToDos" not in second, "raised once"
     assert sorted(todos(agent)) == ["Pay the old invoice", "Return the library book"], "kept, not dropped"
+
+
+def moved_user(store, user_id: str = "Lance") -> None:
+    """Two ToDos finished in May 2026 moved into the user's log, one open ToDo on the list."""
+    ns = namespace(TODO, user_id)
+    store.batch([
+        PutOp(ns, "may-1", done_todo("Renew passport", datetime(2026, 5, 3, 9, tzinfo=timezone.utc))),
+        PutOp(ns, "may-2", done_todo("Pay the May rent", datetime(2026, 5, 1, 8, tzinfo=timezone.utc))),
+        PutOp(ns, "open", {**done_todo("Book swim lessons", None), "status": "not started"}),
+    ])
+    assert move_finished(store, user_id, DEFAULT_MEMORY_KINDS, NOW) == 2
+
+
+def test_the_done_log_is_exported_imported_and_forgotten(agent):
+    moved_user(agent.store)
+    exported = export_memories(agent.store, "Lance")
+    assert sorted(entry["task"] for entry in exported[DONE_LOG][TODO.name].values()) == ["Pay the May rent", "Renew passport"]
+
+    counts = import_memories(agent.store, "Copy", exported)
+
+    assert counts[DONE_LOG] == 2
+    assert [entry.document for entry in read_log(agent.store, "Copy", TODO)] == [
+        entry.document for entry in read_log(agent.store, "Lance", TODO)
+    ]
+    assert read_counts(agent.store, "Copy", TODO)[0] == {"2026-05": 2}, "counted again"
+    assert export_memories(agent.store, "Copy")[DONE_LOG] == exported[DONE_LOG]
+
+    forget_user(agent.store, agent.checkpointer, "Lance")
+    assert read_log(agent.store, "Lance", TODO) == [] and read_counts(agent.store, "Lance", TODO) == ({}, None)
+    assert len(read_log(agent.store, "Copy", TODO)) == 2, "only that user's log"
+
+
+@pytest.mark.parametrize(
+    ("log", "message"),
+    [
+        ([], '"done_log" must map memory kinds to their logs'),
+        ({"profile": {}}, 'the done log of "profile" cannot be imported: no declared memory kind of that name keeps one'),
+        ({"todo": {"k": {**done_todo("A", NOW), "status": "not started"}}},
+         "\"done_log\" \"todo\" item \"k\" is invalid: a done-log entry is a ToDo with status 'done' and its completed_at"),
+        ({"todo": {"k": done_todo("A", None)}}, "a done-log entry is a ToDo with status 'done' and its completed_at"),
+        ({"todo": {"k": {**done_todo("A", None), "completed_at": "2026-05-01T10:00:00"}}}, "completed_at: Input should have timezone info"),
+        ({"todo": {"k": done_todo("A", datetime.now(timezone.utc) + timedelta(days=2))}}, "its completed_at is in the future"),
+        ({"todo": {"k": {**done_todo("A", NOW), "owner": "Bob"}}}, "owner: Extra inputs are not permitted"),
+        ({"todo": {"": done_todo("A", NOW)}}, "its key must be a non-empty string"),
+        ({"todo": {f"k{n}": done_todo("A", NOW) for n in range(3)}}, "it holds 4 items; an import takes at most 2"),
+    ],
+)
+def test_an_import_of_a_bad_done_log_is_refused_in_one_sentence_and_writes_nothing(database, monkeypatch, log, message):
+    monkeypatch.setenv("MAISTRO_IMPORT_MAX_ITEMS", "2")
+    data = {"format": EXPORT_FORMAT, TODO.name: {"open": {**done_todo("Keep me", None), "status": "not started"}}, DONE_LOG: log}
+    with open_store(**database) as store:
+        with pytest.raises(InvalidExportError, match=re.escape(message)):
+            import_memories(store, "Ann", data)
+        assert user_items(store, "Ann") == []
+
+
+def test_the_memory_page_reads_the_active_list_and_stamps_what_it_marks_done(monkeypatch, tmp_path):
+    monkeypatch.setenv("MAISTRO_DONE_LOG_AFTER_DAYS", "14")
+    with open_store(tmp_path) as store:
+        moved_user(store)
+        store.put(namespace(TODO, "Lance"), "june", done_todo("Pay the June rent", datetime(2026, 6, 1, tzinfo=timezone.utc)))
+        request = Request({"type": "http", "method": "GET", "query_string": b"", "headers": []})
+        before = memories_version(store, "Lance", DEFAULT_MEMORY_KINDS, HISTORY_SHOWN)
+
+        response = page_memories(store, "Lance", request, {})
+
+        shown = json.loads(response.body)["documents"][TODO.name]
+        assert [document["value"]["task"] for document in shown] == ["Book swim lessons"]
+        assert response.headers["etag"] != before, "a move changes what the page shows, so its version"
+        assert len(read_log(store, "Lance", TODO)) == 3
+
+        edited = edit_document(store, "Lance", TODO, "open", {"status": "done"})
+        assert datetime.fromisoformat(edited["value"]["completed_at"]) >= datetime.now(timezone.utc) - timedelta(minutes=1)
