@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from graph.memory.change_log import change_log
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, document_problem, validation_problem
-from graph.memory.done_log import log_namespace, logged_kinds, recount, valid_entry
+from graph.memory.done_log import log_namespace, logged_kinds, move_finished, recount, valid_entry
 from graph.memory.export_file import InvalidExportError, shape_problem, shown
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS, MemoryKind, UnknownKindError, kind_named, undeclared_kind
 from graph.memory.redaction import redact, redact_text
@@ -232,6 +232,7 @@ def import_memories(
         kind = kind_named(kinds, name)
         store.batch([PutOp(log_namespace(kind, user_id), key, entry, index=False) for key, entry in entries.items()])
         recount(store, user_id, kind)
+    move_finished(store, user_id, kinds, force=True)  # done documents finished long ago move now
     counts = {name: len(section) for name, section in checked.items()}
     if logs:
         counts[DONE_LOG] = sum(len(entries) for entries in logs.values())

@@ -41,8 +41,10 @@ from schemas import HistoryEntry
 ENTRY_NAMESPACE = uuid.UUID("0b8f6f5e-6a53-4b8e-9d0c-7c1e9a3d2f41")
 # How many history entries of one seed `committed_changes` asks for in one batch.
 ENTRIES_PER_LOOKUP = 32
-# Characters no stored string may hold: NUL (PostgreSQL cannot store it) and lone surrogates (not UTF-8).
-_UNSTORABLE_IN_TEXT = re.compile("[\x00\ud800-\udfff]")
+# Characters no stored string may hold, as a document's JSON (not ASCII-escaped) shows them: NUL (PostgreSQL cannot
+# store it), which JSON writes as the escape \u0000 (one not itself after an escaped backslash), and lone surrogates
+# (not UTF-8), which Python's JSON writes as they are. One search of the text the schema check parses anyway.
+_UNSTORABLE_IN_JSON = re.compile(r"[\ud800-\udfff]|(?<!\\)(?:\\\\)*\\u0000")
 
 
 def _filled(value: Any) -> Any:
@@ -113,16 +115,6 @@ def validation_problem(error: ValidationError) -> str:
     return f"{where}: {detail['msg']}" if where else detail["msg"]
 
 
-def _has_unstorable_text(value: Any) -> bool:
-    if isinstance(value, str):
-        return _UNSTORABLE_IN_TEXT.search(value) is not None
-    if isinstance(value, dict):
-        return any(_has_unstorable_text(key) or _has_unstorable_text(item) for key, item in value.items())
-    if isinstance(value, list):
-        return any(_has_unstorable_text(item) for item in value)
-    return False
-
-
 def document_problem(kind: MemoryKind, key: str, document: Any) -> str | None:
     """Why `document` may not be stored as the user's `kind` memory under `key`, in a few words; None if it may.
 
@@ -133,10 +125,10 @@ def document_problem(kind: MemoryKind, key: str, document: Any) -> str | None:
     if not kind.collection and key != kind.key:
         return f'the {kind.label} is kept under the key "{kind.key}" only'
     try:
-        text = json.dumps(document, allow_nan=False)
+        text = json.dumps(document, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError):
         return "it is not JSON"
-    if _has_unstorable_text(document):
+    if _UNSTORABLE_IN_JSON.search(text):
         return "it contains a NUL character or a lone surrogate"
     try:
         kind.stored_schema.model_validate_json(text)

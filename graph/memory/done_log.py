@@ -20,6 +20,7 @@ The chat prompt carries only the counts of the last `MONTHS_SHOWN` months (`log_
 long log costs the prompt a line.
 """
 
+import re
 import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -41,6 +42,11 @@ MOVE_ATTEMPTS = 3
 # How many months of counts the chat prompt carries (`log_line`).
 MONTHS_SHOWN = 12
 MONTHS = "months"
+NEXT_CHECK = "next_check"
+MONTH = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
+# How far before a look its next one is due when no done document is left: a document marked done as the look ran
+# (its time taken just before) is still caught by the next look.
+CHECK_MARGIN = timedelta(minutes=1)
 
 
 def logged_kinds(kinds: Sequence[MemoryKind]) -> list[MemoryKind]:
@@ -93,43 +99,56 @@ def read_counts(store: BaseStore, user_id: str, kind: MemoryKind) -> tuple[dict[
 
 
 def _is_month(text: Any) -> bool:
-    try:
-        datetime.strptime(text, "%Y-%m")
-    except (TypeError, ValueError):
-        return False
-    return len(text) == 7
+    return isinstance(text, str) and MONTH.fullmatch(text) is not None
 
 
-def _counts_value(months: Mapping[str, int]) -> dict[str, Any]:
-    return {MONTHS: dict(sorted(months.items()))}
+def _counts_value(months: Mapping[str, int], next_check: datetime | None = None) -> dict[str, Any]:
+    value: dict[str, Any] = {MONTHS: dict(sorted(months.items()))}
+    return value if next_check is None else {**value, NEXT_CHECK: next_check.isoformat()}
 
 
-def move_finished(store: BaseStore, user_id: str, kinds: Sequence[MemoryKind], now: datetime | None = None) -> int:
+def move_finished(
+    store: BaseStore, user_id: str, kinds: Sequence[MemoryKind], now: datetime | None = None, *, force: bool = False
+) -> int:
     """Move the user's documents finished more than MAISTRO_DONE_LOG_AFTER_DAYS before `now` (default: the current
     time) into their done log, in one conditioned batch per kind (see the module's docstring); how many moved.
     A batch that another writer beat is read again, up to `MOVE_ATTEMPTS` times; what is still left then moves on
-    the next call."""
+    the next call.
+
+    The counts document also records when the list next needs a look (`NEXT_CHECK`: the earliest finish among the
+    done documents left on the list, or the time of the look less `CHECK_MARGIN` when none is left; a document
+    marked done later is finished later): until the cutoff passes it, a call reads that one document and nothing
+    else. A user who never finished anything has no counts document (each call looks, and finds nothing). `force` looks anyway (after an import, which may bring documents finished long ago)."""
     now = now or datetime.now(timezone.utc)
     cutoff = now - timedelta(days=current_settings().done_log_after_days)
     moved = 0
     for kind in logged_kinds(kinds):
         for _ in range(MOVE_ATTEMPTS):
             try:
-                moved += _move_once(store, user_id, kind, cutoff)
+                moved += _move_once(store, user_id, kind, now, cutoff, force)
                 break
             except ConflictError:
                 continue
     return moved
 
 
-def _move_once(store: BaseStore, user_id: str, kind: MemoryKind, cutoff: datetime) -> int:
+def _next_check(stored: Any) -> datetime | None:
+    """The stored time the list next needs a look, if the counts document holds a valid one (an aware time)."""
+    return completed_at(stored.get(NEXT_CHECK)) if isinstance(stored, dict) else None
+
+
+def _move_once(store: BaseStore, user_id: str, kind: MemoryKind, now: datetime, cutoff: datetime, force: bool) -> int:
+    months, stored_counts = read_counts(store, user_id, kind)
+    next_check = _next_check(stored_counts)
+    if not force and next_check is not None and cutoff < next_check:
+        return 0
     ns = namespace(kind, user_id)
     found = store.search(ns, filter={kind.status_field: kind.done_status}, limit=WHOLE_NAMESPACE)
-    due = [(item, moment) for item in found if item.namespace == ns and is_done(kind, item.value)
-           if (moment := finished_at(kind, item)) <= cutoff]
-    if not due:
-        return 0
-    months, stored_counts = read_counts(store, user_id, kind)
+    finished = [(item, finished_at(kind, item)) for item in found if item.namespace == ns and is_done(kind, item.value)]
+    due = [(item, moment) for item, moment in finished if moment <= cutoff]
+    if not finished and stored_counts is None:
+        return 0  # nothing finished yet: no log to start, and the next look costs as little as this one
+    later = min([moment for _, moment in finished if moment > cutoff] + [now - CHECK_MARGIN])
     log_ns = log_namespace(kind, user_id)
     conditions: list[Unchanged] = [Unchanged(counts_namespace(user_id), kind.name, stored_counts)]
     puts: list[PutOp] = []
@@ -141,7 +160,7 @@ def _move_once(store: BaseStore, user_id: str, kind: MemoryKind, cutoff: datetim
         puts += [PutOp(ns, item.key, None), PutOp(log_ns, key, entry, index=False)]
         added[month_of(moment)] += 1
     counts = Counter(months) + added
-    puts.append(PutOp(counts_namespace(user_id), kind.name, _counts_value(counts), index=False))
+    puts.append(PutOp(counts_namespace(user_id), kind.name, _counts_value(counts, later), index=False))
     write_unless_changed(store, conditions, puts)
     return len(due)
 

@@ -12,6 +12,7 @@ from starlette.requests import Request
 
 from graph import open_store
 from graph.memory.admin import EXPORT_FORMAT, export_memories, forget_user, import_memories, user_items
+from graph.memory.change_log import change_log
 from graph.memory.done_log import log_namespace, move_finished, read_counts, read_log
 from graph.memory.export_file import InvalidExportError
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS, TODO
@@ -205,3 +206,20 @@ def test_the_memory_page_reads_the_active_list_and_stamps_what_it_marks_done(mon
 
         edited = edit_document(store, "Lance", TODO, "open", {"status": "done"})
         assert datetime.fromisoformat(edited["value"]["completed_at"]) >= datetime.now(timezone.utc) - timedelta(minutes=1)
+
+
+def test_a_list_whose_done_todos_moved_is_read_at_the_cost_of_what_it_holds(database, monkeypatch):
+    monkeypatch.setenv("MAISTRO_DONE_LOG_AFTER_DAYS", "1")
+    with open_store(**database) as store:
+        ns = namespace(TODO, "Ann")
+        store.batch([PutOp(ns, f"done-{n:03d}", done_todo(f"Chore {n}", NOW - timedelta(days=5))) for n in range(200)])
+        store.put(ns, "open", {**done_todo("Keep me", None), "status": "not started"})
+        move_finished(store, "Ann", DEFAULT_MEMORY_KINDS, NOW)
+        logged = change_log(store)
+
+        whole = logged.read_memory_rows("Ann", [TODO], {})
+        assert [change.key for change in whole.changes[TODO.name]] == ["open"], "no row for each document gone"
+        again = logged.read_memory_rows("Ann", [TODO], whole.marks)
+        assert again.changes[TODO.name] == [], "and the next read starts after them"
+        store.put(ns, "new", {**done_todo("New", None), "status": "not started"})
+        assert [change.key for change in logged.read_memory_rows("Ann", [TODO], again.marks).changes[TODO.name]] == ["new"]

@@ -121,6 +121,15 @@ class Tone(BaseModel):
             "has expiring_statuses, which must be status values that are not open ones",
         ),
         ({"expiring_statuses": "done"}, "needs expiring_statuses as a list of strings, not one string"),
+        ({"done_status": "done"}, "needs done_status and completed_field together"),
+        (
+            {"status_field": "phone", "open_statuses": ("x",), "done_status": "x", "completed_field": "name"},
+            "needs done_status and completed_field together, with a status_field whose done_status is not open",
+        ),
+        (
+            {"status_field": "phone", "open_statuses": ("x",), "done_status": "y", "completed_field": "finished"},
+            "has completed_field 'finished', which is not a field of Contact",
+        ),
         ({"prompt_tokens": 0}, "has prompt_tokens 0; it must be a positive number or None"),
         ({"columns": (Column("email"),)}, "has a column that is not a Column of a field of Contact"),
         ({"context_kinds": ("contact",)}, "has context_kinds 'contact', which is not the name of another kind"),
