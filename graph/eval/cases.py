@@ -31,6 +31,7 @@ CATEGORIES = (
     "no-invention",
     "chinese",
     "long-list",
+    "stale",
 )
 Alternatives = str | list[str]
 

@@ -34,6 +34,7 @@ FLAWS = {
     "ignores-deletions": "never removes a ToDo the user no longer needs",
     "wrong-language": "always replies in English",
     "stores-secret": "writes the secret the user mentioned into the memory it updates",
+    "ignores-notes": "overlooks the notes the prompt adds below a list (stale ToDos, the done log's counts)",
     "text-tool-calls": "writes its UpdateMemory calls as text, the whole reply <tool_call>…</tool_call> blocks (Hermes, "
     "Qwen), instead of calling the tool",
 }
@@ -42,6 +43,8 @@ CHAT_MARKER = "helping them keep track of their ToDo list"
 INSTRUCTIONS_MARKER = "update your instructions for how to update ToDo list items"
 REPLY_FIRST_MARKER = "in the same message as any UpdateMemory calls"
 ENGLISH_REPLY = "Okay, noted."
+# How the lines the chat prompt adds below a list start (`graph.memory.context.turn_notes`): what "ignores-notes" skips.
+NOTE_STARTS = ("Stale ", "Done log (")
 _INSTANCE = re.compile(r'<instance id=(?P<id>\S+) schema_type="(?P<schema>[^"]+)">\n(?P<doc>.*?)\n</instance>', re.S)
 
 
@@ -132,7 +135,10 @@ class Player:
     def reply(self, turn: Turn, view: PromptView) -> str:
         """The turn's reply, with each fact it must mention that the prompt's memories or conversation hold."""
         text = ENGLISH_REPLY if self.flaw == "wrong-language" else turn.play.reply
-        facts = [found for fact in turn.mention if (found := _found(fact, view.context))]
+        context = view.context
+        if self.flaw == "ignores-notes":
+            context = "\n".join(line for line in context.splitlines() if not line.startswith(NOTE_STARTS))
+        facts = [found for fact in turn.mention if (found := _found(fact, context))]
         return " ".join([text, *facts])
 
     def chat(self, turn: Turn, view: PromptView) -> Move:

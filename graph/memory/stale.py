@@ -62,6 +62,6 @@ def raise_stale(store: BaseStore, user_id: str, kind: MemoryKind, items: Sequenc
         for item in new
     )
     return (
-        f"Stale {kind.plural} (deadline passed over {days:g} days ago; raise them with the user once, now: done, "
-        f"a new deadline, or drop?): {named}"
+        f"Stale {kind.plural} (deadline passed over {days:g} days ago; raise them with the user once, now: is each "
+        f"done, does it need a new deadline, or can it go?): {named}"
     )

@@ -61,6 +61,10 @@ def test_the_tutorials_graph_loses_the_points_of_deletions_and_the_page_of_ten_o
         "long-list-recall": ["the reply to 'Is polishing the silver on my chore list?' does not mention 'Polish the silver'"],
         "long-list-no-duplicates": ["the reply to 'Which chores are still open?' does not mention 'plumber'"],
         "long-list-update-late-item": ["1 wrong stored value(s)", "1 of 12 expected memories missing or wrong"],
+        # Nothing raises a ToDo whose deadline passed weeks ago: the prompt never asks for a new deadline.
+        "stale-passport": ["the reply to 'Good morning! Anything I have been putting off?' does not mention ['new deadline', 'reschedule']"],
+        "stale-only-the-old-one": ["the reply to 'Hey, what should I look at today?' does not mention ['new deadline', 'reschedule']"],
+        "stale-then-done": ["the reply to 'Hello again.' does not mention ['new deadline', 'reschedule']"],
     }
 
 
@@ -138,3 +142,11 @@ def test_a_model_that_writes_tool_calls_as_text_costs_what_never_routing_costs_o
 def test_a_model_that_writes_tool_calls_as_text_loses_nothing_on_this_agent(oracle):
     suite = load_cases("single-*,chinese")  # a reply that is calls written as text is read as the calls and run
     assert without_costs(total(play(suite, flaw="text-tool-calls"))) == without_costs(oracle_total(oracle, suite))
+
+
+def test_a_model_that_overlooks_the_notes_below_a_list_loses_the_stale_todos_it_should_raise_and_nothing_else(oracle):
+    suite = load_cases("stale,single-todo,recall-todo-list")
+    right, flawed = oracle_total(oracle, suite), total(play(suite, flaw="ignores-notes"))
+    stale_mentions = sum(len(turn.mention) for case in load_cases("stale") for turn in case.turns)
+    assert right.mentioned - flawed.mentioned == stale_mentions == 3
+    assert without_costs(replace(flawed, mentioned=right.mentioned)) == without_costs(right)
