@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from graph.memory.completion import stamped
 from graph.memory.conditions import ConflictError, Unchanged
 from graph.memory.document_puts import document_put
+from graph.memory.done_log import logged_entry
 from graph.memory.entries import UnknownChangeError, readable_entry
 from graph.memory.history import find_change, latest_change, newest_history
 from graph.memory.index_outage import write_saving_unindexed
@@ -317,6 +318,11 @@ def _undo_once(store: BaseStore, user_id: str, change_id: str | None, kinds: Seq
             f"change {target['id'][:8]} cannot be undone: the {target['kind']} it would restore is invalid ({problem})"
         )
     current = store.get(namespace(kind, user_id), target["key"])
+    if current is None and (logged := logged_entry(store, user_id, kind, target["key"], target["after"])) is not None:
+        raise IrreversibleChangeError(
+            f"change {target['id'][:8]} cannot be undone: the {kind.label} it finished has moved to the done log since "
+            f"(finished {logged}; `maistro done` lists it)"
+        )
     action = "deleted" if restored is None else "created" if current is None else "updated"
     revert = MemoryChange(action, target["key"], current.value if current else None, restored)
     context = ChangeContext(thread_id="", message=f"undo {target['id']}", seed=f"undo/{target['id']}/{latest['id']}")

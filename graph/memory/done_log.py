@@ -165,6 +165,15 @@ def _move_once(store: BaseStore, user_id: str, kind: MemoryKind, now: datetime, 
     return len(due)
 
 
+def logged_entry(store: BaseStore, user_id: str, kind: MemoryKind, key: str, document: Any) -> str | None:
+    """When the done document `document`, kept under `key` in the user's collection of `kind`, was finished, as a
+    date, if it has moved into the done log since (an undo of the change that finished it finds it gone); else None."""
+    moment = completed_at(document.get(kind.completed_field)) if is_done(kind, document) else None
+    if moment is None or store.get(log_namespace(kind, user_id), entry_key(key, moment)) is None:
+        return None
+    return moment.date().isoformat()
+
+
 @dataclass(frozen=True)
 class LoggedEntry:
     """One entry of a done log: its key, the finished document, and when it was finished."""

@@ -13,6 +13,7 @@ from starlette.requests import Request
 from graph import open_store
 from graph.memory.admin import EXPORT_FORMAT, export_memories, forget_user, import_memories, user_items
 from graph.memory.change_log import change_log
+from graph.memory.changes import IrreversibleChangeError, undo_change
 from graph.memory.done_log import log_namespace, move_finished, read_counts, read_log
 from graph.memory.export_file import InvalidExportError
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS, TODO
@@ -223,3 +224,16 @@ def test_a_list_whose_done_todos_moved_is_read_at_the_cost_of_what_it_holds(data
         assert again.changes[TODO.name] == [], "and the next read starts after them"
         store.put(ns, "new", {**done_todo("New", None), "status": "not started"})
         assert [change.key for change in logged.read_memory_rows("Ann", [TODO], again.marks).changes[TODO.name]] == ["new"]
+
+
+def test_undoing_the_change_that_finished_a_logged_todo_is_refused_and_leaves_it_in_the_log(agent, model, monkeypatch):
+    monkeypatch.setenv("MAISTRO_DONE_LOG_AFTER_DAYS", "0")
+    model.add("task_maistro", route("todo"), say("Added."), route("todo"), say("Done."), say("Hi!"))
+    model.add("update_todos", calls(todo("Water plants", solutions=["Blue can"])), patch_where("Water", replace("/status", "done")))
+    turn(agent, "Remind me to water the plants.")
+    turn(agent, "Watered them.")
+    turn(agent, "Hello")  # the next turn moves it
+
+    with pytest.raises(IrreversibleChangeError, match=r"cannot be undone: the ToDo it finished has moved to the done log since \(finished \d{4}-\d\d-\d\d; `maistro done` lists it\)"):
+        undo_change(agent.store, "Lance")
+    assert todos(agent) == {} and [entry.document["task"] for entry in read_log(agent.store, "Lance", TODO)] == ["Water plants"]
