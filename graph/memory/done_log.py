@@ -4,7 +4,7 @@ A kind that declares a done status (`MemoryKind.done_status`, the ToDos' "done")
 recently finished in its collection: a document finished longer ago than MAISTRO_DONE_LOG_AFTER_DAYS (its
 `completed_field`; a document finished before that field existed counts from its last change) moves, by the
 user's next turn at the latest (`move_finished`, which the turn, `maistro todos`, `maistro done` and the memory
-page call before they read), into the user's done log: namespace `(DONE_LOG, <user label>, <kind>)`, one entry per
+page call before they read, and the store's TTL sweep for every user, `sweep_done_logs`), into the user's done log: namespace `(DONE_LOG, <user label>, <kind>)`, one entry per
 finished document, the document itself with its completion time. The same store batch deletes it from the
 collection, writes the entry, and adds it to the user's count by month (`(DONE_LOG, <user label>)`, key: the
 kind's name), all conditioned on what was read (`graph.memory.conditions`): a document is never in both places nor
@@ -20,6 +20,7 @@ The chat prompt carries only the counts of the last `MONTHS_SHOWN` months (`log_
 long log costs the prompt a line.
 """
 
+import logging
 import re
 import uuid
 from collections import Counter
@@ -33,8 +34,19 @@ from langgraph.store.base import BaseStore, Item, PutOp
 from graph.memory.completion import completed_at, is_done
 from graph.memory.conditions import ConflictError, Unchanged, write_unless_changed
 from graph.memory.kinds import MemoryKind
-from graph.memory.store import DONE_LOG, WHOLE_NAMESPACE, namespace, search_all, user_label
+from graph.memory.store import (
+    DONE_LOG,
+    PAGE_SIZE,
+    WHOLE_NAMESPACE,
+    InvalidUserIdError,
+    namespace,
+    search_all,
+    user_from_label,
+    user_label,
+)
 from graph.settings import current_settings
+
+logger = logging.getLogger(__name__)
 
 ENTRY_KEYS = uuid.UUID("5d7f3e8a-2b1c-4f6e-9a0d-3c8b7e1f4a26")
 # How often a move is tried again after another writer moved or changed documents in between.
@@ -172,6 +184,26 @@ def logged_entry(store: BaseStore, user_id: str, kind: MemoryKind, key: str, doc
     if moment is None or store.get(log_namespace(kind, user_id), entry_key(key, moment)) is None:
         return None
     return moment.date().isoformat()
+
+
+def sweep_done_logs(store: BaseStore, kinds: Sequence[MemoryKind], now: datetime | None = None) -> int:
+    """Move, for every user with a collection of `kinds` that keeps a done log, what is due to move
+    (`move_finished`: for most users one read of their counts document); how many moved. A namespace that names no
+    user is passed by with a log line."""
+    moved = 0
+    for kind in logged_kinds(kinds):
+        namespaces: list[tuple[str, ...]] = []
+        while True:
+            page = store.list_namespaces(prefix=(kind.name,), max_depth=2, limit=PAGE_SIZE, offset=len(namespaces))
+            namespaces.extend(page)
+            if len(page) < PAGE_SIZE:
+                break
+        for ns in namespaces:
+            try:
+                moved += move_finished(store, user_from_label(ns[1]), [kind], now)
+            except (IndexError, InvalidUserIdError):
+                logger.warning("The done-log sweep passed by the namespace %r: it names no user.", ns)
+    return moved
 
 
 @dataclass(frozen=True)

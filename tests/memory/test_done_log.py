@@ -237,3 +237,18 @@ def test_undoing_the_change_that_finished_a_logged_todo_is_refused_and_leaves_it
     with pytest.raises(IrreversibleChangeError, match=r"cannot be undone: the ToDo it finished has moved to the done log since \(finished \d{4}-\d\d-\d\d; `maistro done` lists it\)"):
         undo_change(agent.store, "Lance")
     assert todos(agent) == {} and [entry.document["task"] for entry in read_log(agent.store, "Lance", TODO)] == ["Water plants"]
+
+
+def test_the_stores_sweep_moves_every_users_due_todos(database, monkeypatch):
+    monkeypatch.setenv("MAISTRO_DONE_LOG_AFTER_DAYS", "14")
+    old = datetime.now(timezone.utc) - timedelta(days=30)
+    with open_store(**database) as store:
+        for user_id in ("Ann", "Bob.*"):
+            store.put(namespace(TODO, user_id), "old", done_todo("Renew passport", old))
+            store.put(namespace(TODO, user_id), "open", {**done_todo("Keep me", None), "status": "not started"})
+
+        store.sweep_ttl()
+
+        for user_id in ("Ann", "Bob.*"):
+            assert [item.key for item in search_all(store, namespace(TODO, user_id))] == ["open"]
+            assert [entry.document["task"] for entry in read_log(store, user_id, TODO)] == ["Renew passport"]
