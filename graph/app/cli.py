@@ -286,7 +286,7 @@ def due(
 @app.command()
 def done(
     since: Annotated[str | None, typer.Option("--since", help="Only what was finished on or after this day (YYYY-MM-DD, UTC).")] = None,
-    find: Annotated[str, typer.Option("--find", help="Only what mentions these words (case-insensitive).")] = "",
+    find: Annotated[str, typer.Option("--find", help="Only what holds this text in its task or solutions (case-insensitive).")] = "",
     user: UserOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (by kind: count, count by month, items) instead of a table.")] = False,
     data_dir: DataDirOption = None,

@@ -49,11 +49,12 @@ class DoneReport:
         """The report in one sentence: how many the user finished, since when, holding what."""
         count = len(self.entries)
         noun = self.kind.label if count == 1 else self.kind.plural
-        when = f" since {self.since.isoformat()}" if self.since else ""
         holding = f' mentioning "{self.find}"' if self.find else ""
         months = self.by_month
         if len(months) == 1:
-            when = f" in {_month_name(next(iter(months)))}" + when
+            when = f" in {_month_name(next(iter(months)))}"
+        else:
+            when = f" since {self.since.isoformat()}" if self.since else ""
         return f"{user_id} finished {count:,} {noun}{holding}{when}."
 
     def as_json(self) -> dict[str, Any]:
