@@ -59,6 +59,8 @@ class HistorySql:
     HISTORY_COUNT = ""
     HISTORY_IDS = ""
     _history_pruned_at = float("-inf")
+    # The memory kinds whose done logs the sweep keeps: the graph's, which `build_graph` gives (none: no such sweep).
+    swept_kinds: tuple = ()
 
     def _history_rows(self, statement: str, parameters: dict[str, Any]) -> list[tuple]:
         raise NotImplementedError
@@ -91,15 +93,15 @@ class HistorySql:
 
     def sweep_ttl(self) -> int:
         """Delete expired items (LangGraph's sweep), and once per `PRUNE_INTERVAL_SECONDS` prune the history and move
-        every user's done documents due for their done log there (`graph.memory.done_log.sweep_done_logs`, for the
-        kinds MAISTRO_MEMORY_KINDS names)."""
+        every user's done documents due for their done log there (`graph.memory.done_log.sweep_done_logs`, for
+        `swept_kinds`)."""
         deleted = super().sweep_ttl()
         if time.monotonic() - self._history_pruned_at >= PRUNE_INTERVAL_SECONDS:
             self._history_pruned_at = time.monotonic()
             self.prune_history()
-            from graph.memory.done_log import sweep_done_logs  # the memory kinds: only when a sweep runs
-            from graph.memory.kinds import configured_kinds
+            if self.swept_kinds:
+                from graph.memory.done_log import sweep_done_logs  # the memory code: only when a sweep runs
 
-            sweep_done_logs(self, configured_kinds())
+                sweep_done_logs(self, self.swept_kinds)
         return deleted
 

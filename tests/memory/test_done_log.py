@@ -243,6 +243,7 @@ def test_the_stores_sweep_moves_every_users_due_todos(database, monkeypatch):
     monkeypatch.setenv("MAISTRO_DONE_LOG_AFTER_DAYS", "14")
     old = datetime.now(timezone.utc) - timedelta(days=30)
     with open_store(**database) as store:
+        store.swept_kinds = DEFAULT_MEMORY_KINDS  # as build_graph gives its graph's
         for user_id in ("Ann", "Bob.*"):
             store.put(namespace(TODO, user_id), "old", done_todo("Renew passport", old))
             store.put(namespace(TODO, user_id), "open", {**done_todo("Keep me", None), "status": "not started"})
@@ -252,3 +253,7 @@ def test_the_stores_sweep_moves_every_users_due_todos(database, monkeypatch):
         for user_id in ("Ann", "Bob.*"):
             assert [item.key for item in search_all(store, namespace(TODO, user_id))] == ["open"]
             assert [entry.document["task"] for entry in read_log(store, user_id, TODO)] == ["Renew passport"]
+
+
+def test_a_built_graphs_store_sweeps_the_done_logs_of_the_graphs_kinds(agent):
+    assert agent.store.swept_kinds == DEFAULT_MEMORY_KINDS
