@@ -195,10 +195,12 @@ def _show(kind: "MemoryKind", user: str | None, as_json: bool, data_dir: Path | 
             from graph.memory.done_log import move_finished
 
             move_finished(store, user_id, [kind])
-        if as_json:
-            from graph.memory.admin import export_memories  # with the redaction rules: only for JSON
+        if as_json:  # the kind's section of `maistro export`, read from its namespace alone (not the done log, the history)
+            from graph.memory.store import namespace, search_all
 
-            typer.echo(json.dumps(export_memories(store, user_id, [kind])[kind.name], ensure_ascii=False, indent=2))
+            where = namespace(kind, user_id)
+            documents = dict(sorted((item.key, item.value) for item in search_all(store, where) if item.namespace == where))
+            typer.echo(json.dumps(documents, ensure_ascii=False, indent=2))
         else:
             from rich.console import Console
 
