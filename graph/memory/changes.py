@@ -44,8 +44,10 @@ ENTRY_NAMESPACE = uuid.UUID("0b8f6f5e-6a53-4b8e-9d0c-7c1e9a3d2f41")
 ENTRIES_PER_LOOKUP = 32
 # Characters no stored string may hold, as a document's JSON (not ASCII-escaped) shows them: NUL (PostgreSQL cannot
 # store it), which JSON writes as the escape \u0000 (one not itself after an escaped backslash), and lone surrogates
-# (not UTF-8), which Python's JSON writes as they are. One search of the text the schema check parses anyway.
-_UNSTORABLE_IN_JSON = re.compile(r"[\ud800-\udfff]|(?<!\\)(?:\\\\)*\\u0000")
+# (not UTF-8), which Python's JSON writes as they are. Searched in the text the schema check parses anyway (the
+# escape's pattern only where the text holds one: it is slow to try at every character).
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 
 def _filled(value: Any) -> Any:
@@ -129,7 +131,7 @@ def document_problem(kind: MemoryKind, key: str, document: Any) -> str | None:
         text = json.dumps(document, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError):
         return "it is not JSON"
-    if _UNSTORABLE_IN_JSON.search(text):
+    if _LONE_SURROGATE.search(text) or ("\\u0000" in text and _NUL_ESCAPE.search(text)):
         return "it contains a NUL character or a lone surrogate"
     try:
         kind.stored_schema.model_validate_json(text)
