@@ -47,7 +47,7 @@ from testing.chore_endpoint import ChoreEndpoint, model_environment
 PER_YEAR = 1000
 YEARS = 3
 OPEN = 10
-REPEATS = 5
+REPEATS = 11
 # The page's read takes milliseconds: it is read this many times more often than the rest, for a steady median.
 PAGE_READS = 10
 TARGET = 1.3
