@@ -10,7 +10,7 @@ from datetime import date, datetime, time
 from typing import Literal, Optional
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 
 class Profile(BaseModel):
@@ -77,6 +77,9 @@ class ToDo(BaseModel):
     )
     status: Literal["not started", "in progress", "done", "archived"] = Field(
         description="Current status of the task", default="not started"
+    )
+    completed_at: Optional[AwareDatetime] = Field(
+        description="When the task was marked done (the app sets it; leave it out).", default=None
     )
 
 

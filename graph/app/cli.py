@@ -194,10 +194,16 @@ def _leave_now(code: int) -> NoReturn:
 def _show(kind: "MemoryKind", user: str | None, as_json: bool, data_dir: Path | None) -> None:
     user_id = _user(user)
     with _store(data_dir) as store:
-        if as_json:
-            from graph.memory.admin import export_memories  # with the redaction rules: only for JSON
+        if kind.done_status:  # the list alone: what was finished long ago moves to the done log first
+            from graph.memory.done_log import move_finished
 
-            typer.echo(json.dumps(export_memories(store, user_id, [kind])[kind.name], ensure_ascii=False, indent=2))
+            move_finished(store, user_id, [kind])
+        if as_json:  # the kind's section of `maistro export`, read from its namespace alone (not the done log, the history)
+            from graph.memory.store import namespace, search_all
+
+            where = namespace(kind, user_id)
+            documents = dict(sorted((item.key, item.value) for item in search_all(store, where) if item.namespace == where))
+            typer.echo(json.dumps(documents, ensure_ascii=False, indent=2))
         else:
             from rich.console import Console
 
@@ -282,6 +288,42 @@ def due(
     for kind, listed in found:
         for table in due_tables(kind, listed, user_id):
             console.print(table)
+
+
+@app.command()
+def done(
+    since: Annotated[str | None, typer.Option("--since", help="Only what was finished on or after this day (YYYY-MM-DD, UTC).")] = None,
+    find: Annotated[str, typer.Option("--find", help="Only what holds this text in its task or solutions (case-insensitive).")] = "",
+    user: UserOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (by kind: count, count by month, items) instead of a table.")] = False,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Show what was finished: a count line, then the done log's items, oldest first (ToDos move there
+    MAISTRO_DONE_LOG_AFTER_DAYS after they were marked done)."""
+    from graph.app.done_view import InvalidDateError, done_reports, parse_since
+    from graph.memory.kinds import configured_kinds
+
+    user_id = _user(user)
+    try:
+        day = parse_since(since)
+    except InvalidDateError as error:
+        _fail(str(error))
+    with _store(data_dir) as store:
+        reports = done_reports(store, user_id, configured_kinds(), day, find)
+    if not reports:
+        _fail("No memory kind declares a done_status, so nothing keeps a done log.")
+    if as_json:
+        typer.echo(json.dumps({report.kind.name: report.as_json() for report in reports}, ensure_ascii=False, indent=2))
+        return
+    from rich.console import Console
+
+    console = Console()
+    for report in reports:
+        console.print(report.count_line(user_id))
+        if len(report.by_month) > 1:
+            console.print("By month (UTC): " + ", ".join(f"{month}: {count:,}" for month, count in report.by_month.items()))
+        if report.entries:
+            console.print(report.table())
 
 
 @app.command()

@@ -41,6 +41,7 @@ CATEGORIES = (
     "pending-changes",
     "time-zones",
     "what-is-due",
+    "stale",
 )
 Alternatives = str | list[str]
 

@@ -35,6 +35,7 @@ FLAWS = {
     "ignores-deletions": "never removes a ToDo the user no longer needs",
     "wrong-language": "always replies in English",
     "stores-secret": "writes the secret the user mentioned into the memory it updates",
+    "ignores-notes": "overlooks the notes the prompt adds below a list (stale ToDos, the done log's counts)",
     "text-tool-calls": "writes its UpdateMemory calls as text, the whole reply <tool_call>…</tool_call> blocks (Hermes, "
     "Qwen), instead of calling the tool",
     "recreates-updates": "changes a ToDo by removing it and adding a new one with the change made, instead of patching it",
@@ -53,6 +54,8 @@ UNUSABLE_ANSWER = "Sure, I have saved that for you."
 _PROMPT_TODAY = re.compile(r"Current date and time: (\d{4}-\d{2}-\d{2})")
 _WEEK_END = re.compile(r"to Sunday (\d{4}-\d{2}-\d{2})\.")
 _TODO_LINE = re.compile(r"^- (?P<task>[^|\n]+?) \| (?P<due>overdue since|due today|due) (?P<deadline>\S+) \|", re.M)
+# How the lines the chat prompt adds below a list start (`graph.memory.context.turn_notes`): what "ignores-notes" skips.
+NOTE_STARTS = ("Stale ", "Done log (")
 _INSTANCE = re.compile(r'<instance id=(?P<id>\S+) schema_type="(?P<schema>[^"]+)">\n(?P<doc>.*?)\n</instance>', re.S)
 
 
@@ -147,7 +150,10 @@ class Player:
         text = ENGLISH_REPLY if self.flaw == "wrong-language" else turn.play.reply
         if turn.play.due:
             return " ".join([text, *self.due_tasks(turn.play.due, view)])
-        facts = [found for fact in turn.mention if (found := _found(fact, view.context))]
+        context = view.context
+        if self.flaw == "ignores-notes":
+            context = "\n".join(line for line in context.splitlines() if not line.startswith(NOTE_STARTS))
+        facts = [found for fact in turn.mention if (found := _found(fact, context))]
         return " ".join([text, *facts])
 
     def today_of(self, view: PromptView) -> date:

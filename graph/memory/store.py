@@ -12,6 +12,9 @@ if TYPE_CHECKING:
     from graph.memory.kinds import MemoryKind
 
 HISTORY = "history"
+# Each user's done log (`graph.memory.done_log`): finished documents moved out of their collection, under
+# `(DONE_LOG, <user label>, <kind>)`, and its counts under `(DONE_LOG, <user label>)`.
+DONE_LOG = "done_log"
 # Namespaces the agent keeps its own bookkeeping in (`graph.memory.index_outage`'s markers), one per user like the
 # memories. No memory kind may take their names, and no path a user writes through reaches them: the store API
 # refuses them (`graph.server.auth`), imports refuse them and exports leave them out (`graph.memory.admin`), and the

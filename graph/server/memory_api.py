@@ -25,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from graph.memory.done_log import move_finished
 from graph.memory.store import InvalidUserIdError, check_user_id
 from graph.server import pending_page
 from graph.server.auth import auth_enabled, authenticate
@@ -119,9 +120,11 @@ def endpoint(work: Work) -> Callable[[Request], Awaitable[Response]]:
 
 def _memories(store: BaseStore, user_id: str, request: Request, body: dict[str, Any]) -> Response:
     """Everything the page shows, with an ETag: a poll that finds nothing new gets 304 from a cheap version check
-    (`memories_version`), before anything else is read."""
+    (`memories_version`), before anything else is read but the done ToDos due to move to the done log, which move
+    first (`move_finished`): the page shows the active list."""
     shown = _number(request, "history", HISTORY_SHOWN, MAX_HISTORY_SHOWN)
     kinds = served_kinds()
+    move_finished(store, user_id, kinds)
     tag = memories_version(store, user_id, kinds, shown)
     if request.headers.get("if-none-match") == tag:
         return Response(status_code=304, headers={**PRIVATE, "ETag": tag})

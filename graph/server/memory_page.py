@@ -32,6 +32,7 @@ from graph.memory.changes import (
     document_problem,
     undo_change,
 )
+from graph.memory.done_log import logged_kinds, read_counts
 from graph.memory.history import history_page, latest_change
 from graph.memory.index_outage import search_by_meaning
 from graph.memory.kinds import MemoryKind, UnknownKindError, kind_named
@@ -143,12 +144,14 @@ def memories_version(store: BaseStore, user_id: str, kinds: Sequence[MemoryKind]
     """An ETag that changes whenever what `read_memories` returns may have changed, read at a cost that does not
     grow with the history: its newest entry (every change of a memory writes one, newer than the rest) and the TTL
     sweep's period, so that what no change records shows within MAISTRO_TTL_SWEEP_MINUTES: done ToDos that
-    expired, and history entries imported without a change of a document (the page's count). The pending changes
-    (a few, written without a history entry) are part of it."""
+    expired, and history entries imported without a change of a document (the page's count); the pending changes
+    (a few, written without a history entry); and the done logs' counts, which grow when finished documents leave
+    their list (`graph.memory.done_log`, no history entry)."""
     newest = latest_change(store, user_id) or {}
     period = int(time.time() // (current_settings().ttl_sweep_minutes * 60))
     pending = [entry.id for entry in list_pending(store, user_id)]
-    parts = [user_id, [kind.name for kind in kinds], history_shown, newest.get("id"), period, pending]
+    logged = [sum(read_counts(store, user_id, kind)[0].values()) for kind in logged_kinds(kinds)]
+    parts = [user_id, [kind.name for kind in kinds], history_shown, newest.get("id"), period, pending, logged]
     return f'"{hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:32]}"'
 
 

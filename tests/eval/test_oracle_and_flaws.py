@@ -92,6 +92,10 @@ def test_the_tutorials_graph_loses_the_points_of_deletions_and_the_page_of_ten_o
             "2 wrong stored value(s)",
             "2 of 2 expected memories missing or wrong",
         ],
+        # Nothing raises a ToDo whose deadline passed weeks ago: the prompt never asks for a new deadline.
+        "stale-passport": ["the reply to 'Good morning! Anything I have been putting off?' does not mention ['new deadline', 'reschedule']"],
+        "stale-only-the-old-one": ["the reply to 'Hey, what should I look at today?' does not mention ['new deadline', 'reschedule']"],
+        "stale-then-done": ["the reply to 'Hello again.' does not mention ['new deadline', 'reschedule']"],
     }
 
 
@@ -213,3 +217,11 @@ def test_a_model_on_the_servers_clock_loses_exactly_the_dates_of_users_on_anothe
     )
     unzoned = [case for case in suite if case.user is None]  # the user's day is the server's: nothing lost
     assert without_costs(total(play(unzoned, flaw="server-clock"))) == without_costs(oracle_total(oracle, unzoned))
+
+
+def test_a_model_that_overlooks_the_notes_below_a_list_loses_the_stale_todos_it_should_raise_and_nothing_else(oracle):
+    suite = load_cases("stale,single-todo,recall-todo-list")
+    right, flawed = oracle_total(oracle, suite), total(play(suite, flaw="ignores-notes"))
+    stale_mentions = sum(len(turn.mention) for case in load_cases("stale") for turn in case.turns)
+    assert right.mentioned - flawed.mentioned == stale_mentions == 3
+    assert without_costs(replace(flawed, mentioned=right.mentioned)) == without_costs(right)

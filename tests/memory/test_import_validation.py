@@ -115,12 +115,12 @@ def test_keys_that_become_equal_once_redacted_are_refused(agent):
 
 @pytest.fixture
 def short_ttl(monkeypatch):
-    """Finished ToDos live one second (set before `agent` is built)."""
+    """Archived ToDos live one second (set before `agent` is built)."""
     monkeypatch.setenv("MAISTRO_DONE_TODO_TTL_DAYS", str(1 / 24 / 60 / 60))
     monkeypatch.setenv("MAISTRO_TTL_SWEEP_MINUTES", str(1 / 60 / 4))
 
 
-def test_an_export_of_every_kind_of_change_imports_and_its_done_todos_expire(short_ttl, agent, model):
+def test_an_export_of_every_kind_of_change_imports_and_its_archived_todos_expire(short_ttl, agent, model):
     model.add("task_maistro", route("todo"), say("Added."), route("todo"), say("Started."), route("todo"), say("Gone."))
     model.add(
         "update_todos",
@@ -133,7 +133,7 @@ def test_an_export_of_every_kind_of_change_imports_and_its_done_todos_expire(sho
     undo_change(agent.store, "Lance")  # the plants come back
     exported = export_memories(agent.store, "Lance")
     rent_key = next(key for key, value in exported[TODO].items() if value["task"] == "Pay rent")
-    exported[TODO][rent_key]["status"] = "done"
+    exported[TODO][rent_key]["status"] = "archived"
     assert {e["action"] for e in exported[HISTORY].values()} == {"created", "updated", "deleted"}
 
     import_memories(agent.store, "Copy", exported)
@@ -143,7 +143,7 @@ def test_an_export_of_every_kind_of_change_imports_and_its_done_todos_expire(sho
     deadline = time.monotonic() + 10
     while "Pay rent" in todos(agent, "Copy") and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert list(todos(agent, "Copy")) == ["Water plants"], "the imported done ToDo expired, the open one stays"
+    assert list(todos(agent, "Copy")) == ["Water plants"], "the imported archived ToDo expired, the open one stays"
 
 
 def test_more_items_than_one_statement_can_carry_import_in_one_go(agent):

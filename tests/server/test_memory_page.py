@@ -8,6 +8,7 @@ Every page must log no JavaScript error. Screenshots land in `tests/server/scree
 
 import json
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 
 import httpx
@@ -186,7 +187,9 @@ def test_a_user_sees_what_a_chat_saved_edits_deletes_and_undoes_and_the_store_fo
 
     page.get_by_role("button", name=f"Mark done: {LOCK['task']}").click()
     expect(page.get_by_role("status")).to_have_text(f"Marked done: “{LOCK['task']}”.")
-    assert stored_todos(alice, ALICE)[LOCK["task"]] == (keys[LOCK["task"]], {**LOCK, "status": "done"})
+    key, marked = stored_todos(alice, ALICE)[LOCK["task"]]
+    finished = datetime.fromisoformat(marked.pop("completed_at"))  # the page's edit records when
+    assert (key, marked) == (keys[LOCK["task"]], {**LOCK, "status": "done"}) and finished.tzinfo is not None
     assert stored_history(alice, ALICE)[-1]["message"] == f"Changed status {PAGE_SOURCE}"
     expect(page.locator("#kind-todo h3")).to_have_text([TOYOTA["task"], SWIM["task"], LOCK["task"]])
     todos = page.locator("#kind-todo")
