@@ -646,9 +646,11 @@ def demo(
         _fail(str(error))
 
 
+from graph.app.reminders import reminders_app  # noqa: E402 - registered here, after the commands above
 from graph.eval.cli import eval_app  # noqa: E402 - registered here, after the commands above
 
 app.add_typer(eval_app, name="eval")
+app.add_typer(reminders_app, name="reminders")
 
 
 def main() -> None:

@@ -1,8 +1,9 @@
 """The custom HTTP app `langgraph.json` mounts into the API server (`http.app`): routes of our own.
 
-`/info` shadows the server's own: it tells clients (Agent Chat UI reads it) that crons are off while auth is
-on, since the auth rules refuse them. `/memories` is the memory page: plain HTML, CSS and JavaScript shipped
-in `static/`, whose JSON endpoints (`graph.server.memory_api`) authenticate each request themselves.
+`/info` shadows the server's own: its `crons` flag says whether the server runs crons (both do, with auth on or
+off: `graph.server.auth.own_crons` keeps each user's to themselves), as Agent Chat UI reads it. `/memories` is
+the memory page: plain HTML, CSS and JavaScript shipped in `static/`, whose JSON endpoints
+(`graph.server.memory_api`) authenticate each request themselves.
 The server guard (`graph.server.guard`) stands in front of every route, the server's own included. The app's
 lifespan sizes the threads the server runs the graph's sync nodes on (`graph.server.executor`) and, on Aegra,
 sweeps old checkpoints and runs (`graph.server.retention`).
@@ -22,7 +23,6 @@ from starlette.staticfiles import StaticFiles
 
 from graph.memory.kinds import configured_kinds
 from graph.server import memory_api
-from graph.server.auth import auth_enabled
 from graph.server.executor import use_node_threads
 from graph.server.guard import ServerGuard
 from graph.server.platform import served_kinds, server_info
@@ -44,9 +44,9 @@ PAGE_HEADERS = {
 
 
 async def info(request: Request) -> JSONResponse:
-    """The server's `/info`, with the `crons` flag false while auth refuses crons."""
+    """The server's `/info`, whose `crons` flag says whether the server runs crons (its own scheduler's setting)."""
     served = await server_info(request)
-    served.setdefault("flags", {})["crons"] = served.get("flags", {}).get("crons", True) and not auth_enabled()
+    served.setdefault("flags", {})["crons"] = bool(served.get("flags", {}).get("crons", True))
     return JSONResponse(served)
 
 

@@ -9,8 +9,9 @@ logs one line at startup saying which.
 With tokens, a request without a valid `Authorization: Bearer <token>` (or `X-Api-Key: <token>`, which
 Agent Chat UI and the SDKs' `api_key=` send) gets 401, and every resource is
 owned: threads (and the runs on them) and assistants carry their owner in their metadata and are filtered
-by it; store namespaces must have the caller's `user_label` as their second label (`("todo", label)`);
-crons and anything else are refused. Whether auth is on or not, no store request may name a namespace the agent
+by it; crons run on one of the caller's own threads, carry their owner in their metadata and are filtered by
+it (`own_crons`); store namespaces must have the caller's `user_label` as their second label (`("todo", label)`);
+anything else is refused. Whether auth is on or not, no store request may name a namespace the agent
 keeps its own bookkeeping in (`graph.memory.store.INTERNAL_NAMESPACES`): 403. The server hands the caller to the
 graph as `config["configurable"]["langgraph_auth_user"]`, whose identity `RunContext` prefers to any client
 `user_id`.
@@ -33,7 +34,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graph.memory.store import INTERNAL_NAMESPACES, InvalidUserIdError, check_user_id, user_label
-from graph.server.limits import MAX_RUN_INPUT_BYTES, MAX_SEARCH_LIMIT, MAX_STORE_VALUE_BYTES, json_size
+from graph.server.limits import (
+    MAX_RUN_INPUT_BYTES,
+    MAX_SEARCH_LIMIT,
+    MAX_STORE_VALUE_BYTES,
+    RequestRefused,
+    check_cron_schedule,
+    json_size,
+)
 from graph.server.platform import header_values, run_input, server_store, store_request_namespace, store_rule_result
 from graph.server.startup import checked_at_start
 from graph.settings import Settings, current_settings
@@ -213,6 +221,54 @@ async def own_threads(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.Fi
     return {OWNER: ctx.user.identity}
 
 
+# What a run learns its caller from: set by the server, never taken from a client's payload.
+AUTH_KEYS = ("langgraph_auth_user", "langgraph_auth_user_id", "langgraph_auth_permissions")
+
+
+def _drop_auth_keys(payload: object) -> None:
+    """Remove any caller a client wrote into a cron's run settings (`config.configurable`, `context`).
+
+    langgraph-api's cron scheduler runs each firing as `config.configurable.langgraph_auth_user` when the stored
+    payload names one, and as the cron's creator only otherwise. Its request validation drops these keys today;
+    this rule keeps a forged caller out of the stored payload whatever a later server version lets through.
+    """
+    if not isinstance(payload, dict):
+        return
+    config = payload.get("config")
+    for settings in (config.get("configurable") if isinstance(config, dict) else None, payload.get("context")):
+        if isinstance(settings, dict):
+            for key in AUTH_KEYS:
+                settings.pop(key, None)
+
+
+async def own_crons(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.FilterType | None:
+    """Crons: each user makes them on their own threads only, and sees, changes and cancels only theirs.
+
+    A schedule firing more than once an hour is refused whether auth is on or not (`check_cron_schedule`). With
+    auth on, a cron without a thread (its runs would start threads no one reads) and a cron with a webhook (the
+    server would call an address of the client's choosing on a schedule) are refused; the run settings lose any caller
+    the client wrote into them, and the owner is stamped into the metadata. Whose thread it is the servers check
+    themselves with the thread rules (langgraph-api) or the thread's owner (Aegra), as Aegra keeps each cron's
+    owner itself.
+    """
+    if ctx.action in ("create", "update"):
+        try:
+            check_cron_schedule(value.get("schedule"))
+        except RequestRefused as refused:
+            raise _forbidden(refused.sentence.rstrip(".")) from None
+    if not auth_enabled():
+        return None
+    if ctx.action in ("create", "update"):
+        if value.get("webhook") or (isinstance(value.get("payload"), dict) and value["payload"].get("webhook")):
+            raise _forbidden("A cron may not call a webhook; its runs post into its thread")
+        if ctx.action == "create" and not value.get("thread_id"):
+            raise _forbidden("A cron must run on one of your threads: create it with crons.create_for_thread")
+        _drop_auth_keys(value.get("payload"))
+        _drop_auth_keys(value)
+        _stamp_owner(value, ctx.user.identity)
+    return {OWNER: ctx.user.identity}
+
+
 async def own_assistants(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.FilterType | None:
     """Assistants: each user sees the server's own assistants and theirs, and changes only theirs."""
     if not auth_enabled():
@@ -289,7 +345,7 @@ async def own_memories(ctx: Auth.types.AuthContext, value: dict) -> dict | None:
 
 
 async def refuse_the_rest(ctx: Auth.types.AuthContext, value: dict) -> bool | None:
-    """Anything without an owner rule above (crons, new resources) is refused while auth is on."""
+    """Anything without an owner rule above (a resource a later server version adds) is refused while auth is on."""
     return False if auth_enabled() else None
 
 
@@ -305,6 +361,7 @@ def create_auth() -> Auth:
     registry.authenticate(authenticate)
     registry.on.threads(own_threads)
     registry.on.assistants(own_assistants)
+    registry.on.crons(own_crons)
     registry.on.store(own_memories)
     registry.on(refuse_the_rest)
     return registry

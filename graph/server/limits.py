@@ -9,7 +9,8 @@ limit. The fields are checked by name in every *envelope* of a body: the body it
 the `params` of a JSON-RPC call (Aegra's and langgraph-api's `/threads/{id}/commands`, A2A, MCP), so the same rules
 cover the Agent Protocol's threads, runs, assistants and store routes on any server and every path a run's
 input takes. A field without a limit of its own gets `MAX_FIELD_BYTES`, so that no field is unbounded; a run
-input that names no user message is refused (400) rather than left to fail in the graph.
+input that names no user message is refused (400) rather than left to fail in the graph. A cron may fire at
+most once an hour (`check_cron_schedule`): each firing is a model call on the operator's bill.
 """
 
 import json
@@ -30,6 +31,9 @@ MAX_NAME_CHARACTERS = 256
 MAX_NAMESPACE_LABELS = 8
 MAX_INDEX_FIELDS = 32
 MAX_SEARCH_LIMIT = 100
+MIN_CRON_INTERVAL_SECONDS = 3600
+# How many coming firings of a cron schedule are checked for the interval (two days of an hourly one).
+CRON_FIRINGS_CHECKED = 48
 # Envelope fields holding JSON documents, and how many bytes each may take.
 DOCUMENT_LIMITS = {
     # Store values; the memory page sends the version it edited from as `base`.
@@ -237,3 +241,22 @@ def check_query(query_string: bytes) -> None:
     """Refuse an oversized query string (store keys and namespaces travel there on GET)."""
     if len(query_string) > MAX_QUERY_BYTES:
         raise RequestRefused(414, f"The query string is {len(query_string):,} bytes; the limit is {MAX_QUERY_BYTES:,}.")
+
+
+def check_cron_schedule(schedule: Any) -> None:
+    """Refuse (403) a cron schedule that fires more often than once every `MIN_CRON_INTERVAL_SECONDS`; a schedule
+    that is not a cron line is left to the server, which refuses it with its own sentence."""
+    from datetime import UTC, datetime
+
+    from croniter import croniter
+
+    if not isinstance(schedule, str) or not croniter.is_valid(schedule):
+        return
+    firings = croniter(schedule, datetime(2026, 1, 1, tzinfo=UTC))
+    times = [firings.get_next(float) for _ in range(CRON_FIRINGS_CHECKED)]
+    shortest = min(later - earlier for earlier, later in zip(times, times[1:], strict=False))
+    if shortest < MIN_CRON_INTERVAL_SECONDS:
+        minutes = round(shortest / 60)
+        raise RequestRefused(
+            403, f"The schedule {schedule!r} fires every {minutes} minute{'s' * (minutes != 1)}; a cron may fire at most once an hour."
+        )

@@ -105,7 +105,7 @@ def test_the_embedding_server_embeds_as_ollama_does_and_refuses_bad_input_with_a
     assert all(response.json()["error"].count(".") <= 1 for response in refused)
 
 
-def test_the_server_guard_stands_in_front_of_aegras_routes_and_info_is_aegras_with_crons_off(instances):
+def test_the_server_guard_stands_in_front_of_aegras_routes_and_info_is_aegras_with_crons_on(instances):
     assert httpx.get(f"{instances[0]}/info").status_code == 401, "the server guard stands in front of Aegra too"
     foreign = httpx.post(
         f"{instances[0]}/threads/search", json={}, headers={"X-Api-Key": TOKENS[USERS[0]], "Origin": "https://evil.example"}
@@ -114,7 +114,7 @@ def test_the_server_guard_stands_in_front_of_aegras_routes_and_info_is_aegras_wi
     wrong_token = httpx.post(f"{instances[0]}/threads/search", json={}, headers={"X-Api-Key": "x" * 20})
     assert wrong_token.json()["detail"] == "Unknown or expired token.", "the guard's 401, before Aegra's"
     info = httpx.get(f"{instances[0]}/info", headers={"X-Api-Key": TOKENS[USERS[0]]}).json()
-    assert info["name"] == "Aegra" and info["flags"]["crons"] is False
+    assert info["name"] == "Aegra" and info["flags"]["crons"] is True
 
 
 def test_a_thread_started_on_one_instance_is_continued_on_the_other(instances):

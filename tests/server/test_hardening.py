@@ -91,9 +91,9 @@ def test_standard_clients_log_in_with_x_api_key(server):
         assert httpx.post(f"{server}/threads/search", json={}, headers=headers).status_code == 401
 
 
-def test_info_does_not_offer_crons_and_the_api_docs_show_how_to_log_in(server):
+def test_info_offers_crons_and_the_api_docs_show_how_to_log_in(server):
     headers = {"X-Api-Key": TOKENS[ALICE]}
-    assert httpx.get(f"{server}/info", headers=headers).json()["flags"]["crons"] is False
+    assert httpx.get(f"{server}/info", headers=headers).json()["flags"]["crons"] is True
     spec = httpx.get(f"{server}/openapi.json", headers=headers).json()
     schemes = spec["components"]["securitySchemes"]
     assert schemes["BearerToken"] == {**schemes["BearerToken"], "type": "http", "scheme": "bearer"}

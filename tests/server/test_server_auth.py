@@ -162,7 +162,7 @@ def test_without_tokens_auth_is_off_and_everyone_is_anonymous(monkeypatch):
     assert asyncio.run(server_auth.refuse_the_rest(None, {})) is None
 
 
-def test_with_tokens_crons_and_other_unowned_resources_are_refused(monkeypatch):
+def test_with_tokens_unowned_resources_are_refused(monkeypatch):
     monkeypatch.setattr(server_auth, "TOKENS", {"tok-a": ALICE})
     assert asyncio.run(server_auth.refuse_the_rest(None, {})) is False
 

@@ -839,6 +839,50 @@ function renderHistory() {
   $("more-history").hidden = history.length >= total;
 }
 
+// --- reminders: the user's crons, listed read-only from the server's own crons API (signed-in users only) ------
+
+const REMINDERS_URL = "runs/crons/search";
+
+function reminderMessage(cron) {
+  const messages = ((cron.payload || {}).input || {}).messages || [];
+  const last = messages[messages.length - 1];
+  return last && typeof last.content === "string" ? last.content : "";
+}
+
+function reminderItem(cron) {
+  const zone = cron.timezone || (cron.payload || {}).timezone || "UTC";
+  const when = cron.enabled === false ? "paused" : `next ${showDate(cron.next_run_date)}`;
+  return el("li", {},
+    el("p", {}, `${cron.schedule} (${zone})`, " · ", el("span", { class: "when" }, when)),
+    el("p", { class: "message" }, reminderMessage(cron)));
+}
+
+async function loadReminders() {
+  $("reminders").hidden = !state.auth;
+  if (!state.auth) return;
+  let crons;
+  try {
+    const response = await fetch(new URL(REMINDERS_URL, document.baseURI), {
+      method: "POST",
+      cache: "no-store",
+      headers: { Accept: "application/json", "Content-Type": "application/json", Authorization: `Bearer ${state.token}` },
+      body: JSON.stringify({ limit: 100, sort_by: "next_run_date", sort_order: "asc" }),
+    });
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    crons = await response.json();
+  } catch (error) {
+    $("reminders-count").textContent = "";
+    $("reminders-list").replaceChildren();
+    $("reminders-empty").hidden = false;
+    $("reminders-empty").textContent = `The reminders could not be read (${error.message}).`;
+    return;
+  }
+  $("reminders-count").textContent = `(${crons.length})`;
+  $("reminders-list").replaceChildren(...crons.map(reminderItem));
+  $("reminders-empty").textContent = "No reminders.";
+  $("reminders-empty").hidden = crons.length > 0;
+}
+
 // --- pending changes: the updates that failed, to retry or drop ------------------------------------------------
 
 function pendingItem(entry) {
@@ -927,6 +971,7 @@ async function enter() {
   $("sign-out").textContent = state.auth ? "Sign out" : "Switch user";
   showProblem("");
   $("main").focus();
+  await loadReminders();
   startPolling();
 }
 
