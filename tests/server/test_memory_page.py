@@ -354,19 +354,19 @@ def failed_chat(client: SyncLangGraphClient, script: Script, text: str) -> None:
 def test_a_failed_update_is_not_saved_yet_on_the_page_where_it_is_retried_or_dropped_by_its_user_alone(server, script, open_tab):
     alice = sdk(server, ALICE)
     failed_chat(alice, script, "Remind me to renew the car registration.")
-    failed_chat(alice, script, "Remind me to water the ferns on the balcony.")
+    failed_chat(alice, script, "Remind me to water the orchids on the balcony.")
     api, as_alice, as_bob = f"{server}/memories/api", {"X-Api-Key": TOKENS[ALICE]}, {"X-Api-Key": TOKENS[BOB]}
     kept = {entry["message"]: entry for entry in httpx.get(f"{api}/memories", headers=as_alice, timeout=WAIT).json()["pending"]}
-    ferns = kept["Remind me to water the ferns on the balcony."]
+    orchids = kept["Remind me to water the orchids on the balcony."]
     assert httpx.get(f"{api}/memories", params={"user_id": ALICE}, headers=as_bob, timeout=WAIT).json()["pending"] == []
-    for method, url in (("POST", f"{api}/pending/{ferns['id']}/retry"), ("DELETE", f"{api}/pending/{ferns['id']}")):
+    for method, url in (("POST", f"{api}/pending/{orchids['id']}/retry"), ("DELETE", f"{api}/pending/{orchids['id']}")):
         assert httpx.request(method, url, params={"user_id": ALICE}, headers=as_bob, timeout=WAIT).status_code == 404
     for client in (alice, sdk(server, BOB)):  # the store API reaches no pending change, not even its owner's
         with pytest.raises(APIStatusError) as refused:
             client.store.search_items((PENDING, user_label(ALICE)), limit=100)
         assert refused.value.response.status_code == 403
         with pytest.raises(APIStatusError):
-            client.store.delete_item((PENDING, user_label(ALICE)), ferns["id"])
+            client.store.delete_item((PENDING, user_label(ALICE)), orchids["id"])
     page = open_tab()
     sign_in(page, server, TOKENS[ALICE])
 
@@ -378,12 +378,12 @@ def test_a_failed_update_is_not_saved_yet_on_the_page_where_it_is_retried_or_dro
     expect(page.get_by_role("heading", name="Renew the car registration")).to_be_visible()
     expect(registration).to_have_count(0)
     screenshot(page.locator("#pending"), "pending-changes.png")
-    page.locator("#pending-list > li", has_text="ferns").get_by_role("button", name="Drop").click()
+    page.locator("#pending-list > li", has_text="orchids").get_by_role("button", name="Drop").click()
     expect(page.get_by_role("status")).to_contain_text("Dropped: ToDo list not saved")
-    expect(page.locator("#pending-list > li", has_text="ferns")).to_have_count(0)
+    expect(page.locator("#pending-list > li", has_text="orchids")).to_have_count(0)
     assert not [entry for entry in httpx.get(f"{api}/memories", headers=as_alice, timeout=WAIT).json()["pending"]
-                if "ferns" in entry["message"] or "registration" in entry["message"]]
-    assert "Water the ferns" not in " ".join(stored_todos(alice, ALICE))
+                if "orchids" in entry["message"] or "registration" in entry["message"]]
+    assert "Water the orchids" not in " ".join(stored_todos(alice, ALICE))
 
 
 def test_a_wrong_token_is_refused_with_one_sentence(server, open_tab):
