@@ -17,7 +17,11 @@ HISTORY = "history"
 # refuses them (`graph.server.auth`), imports refuse them and exports leave them out (`graph.memory.admin`), and the
 # code that reads them trusts only where an item is filed, never what its value says.
 UNINDEXED = "unindexed"
-INTERNAL_NAMESPACES = (UNINDEXED,)
+# Where each memory's source and the facts it replaced are kept (`graph.memory.provenance`): the agent's own too,
+# written only with the change they record; an export carries the past facts in a section of their own.
+SOURCES = "memory_sources"
+PAST = "past_facts"
+INTERNAL_NAMESPACES = (UNINDEXED, SOURCES, PAST)
 PAGE_SIZE = 200
 # More items than one namespace holds: the limit that makes a search return the whole namespace.
 WHOLE_NAMESPACE = 10_000_000

@@ -40,6 +40,7 @@ from graph.memory.conditions import ConflictError
 from graph.memory.grounding import UserWords
 from graph.memory.kinds import MemoryKind
 from graph.memory.notes import change_notes
+from graph.memory.provenance import now_iso
 from graph.memory.redaction import redact_text
 from graph.memory.text_diff import document_diff
 from graph.nodes.extraction import (
@@ -190,7 +191,8 @@ Report = Callable[[UpdateRequest, list[MemoryChange]], str]
 
 
 def change_context(request: UpdateRequest) -> ChangeContext:
-    """The thread, the user's message and a replay-stable seed for the history of this update.
+    """The thread, the user's message and a replay-stable seed for the history of this update, and for the changes'
+    sources the message's id, the time (the turn's: the update follows the message within it) and the run's model.
 
     The message is cut to what a prompt shows (`bound_message`) and redacted with the user's earlier
     messages as context, so a secret split across messages ("my wifi password is" … "hunter2") is not kept.
@@ -202,10 +204,14 @@ def change_context(request: UpdateRequest) -> ChangeContext:
         earlier = "\n".join(said[-3:-1])[-2000:]  # the end of the two messages before, where a split secret starts
         limit = len(bound_message(HumanMessage(latest)).content)
         message = redact_text(latest, context=earlier, limit=limit)[0]
+    human = next((m for m in reversed(request.messages) if isinstance(m, HumanMessage)), None)
     return ChangeContext(
         thread_id=request.run.thread_id,
         message=message,
         seed=routing_seed(request.messages, request.calls[0]["id"] if request.calls else ""),
+        message_id=(human.id or "") if human else "",
+        said_at=now_iso(),
+        model=request.context.model,
     )
 
 

@@ -54,7 +54,7 @@ def test_a_kind_declared_with_four_fields_gets_its_defaults():
     [
         ({"name": "my.kind"}, "must be a Python identifier"),
         ({"name": "history"}, "other than history"),
-        ({"name": "unindexed"}, "other than history, unindexed: 'unindexed' is not"),
+        ({"name": "unindexed"}, "other than history, unindexed, memory_sources, past_facts: 'unindexed' is not"),
         ({"schema": dict}, "needs a Pydantic model"),
         ({"text": True}, "cannot be free text and a collection"),
     ],

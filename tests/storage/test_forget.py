@@ -26,7 +26,7 @@ from graph.backends.storage import close_storage, open_storage
 from graph.memory.admin import forget_user
 from graph.memory.changes import HISTORY, ChangeContext, MemoryChange, commit_changes, undo_change
 from graph.memory.kinds import TODO as TODO_KIND
-from graph.memory.store import UNINDEXED, namespace
+from graph.memory.store import SOURCES, UNINDEXED, namespace
 from testing.helpers import chore
 from testing.raw_files import freelist_pages, postgres_copies, sqlite_copies, sqlite_files
 from testing.scripted_session import REQUEST, task_keeper
@@ -140,6 +140,7 @@ def test_forget_leaves_no_copy_of_the_user_in_the_database_files(backend, embedd
     remind(agent, "bob", "buy milk")
     key = agent.store.search(namespace(TODO, "ann"))[0].key
     agent.store.put((UNINDEXED, "ann"), f"todo:{key}", {}, index=False)  # the agent's bookkeeping goes too
+    assert all(secret in source.value["quote"] for source in agent.store.search((SOURCES, "ann"))), "each source quotes it"
     before = user_rows(backend, "ann")
     threads = {"checkpoints": query(backend, "SELECT count(*) FROM checkpoints WHERE thread_id = 'ann-thread'")[0][0]}
     if backend["server"]:
@@ -149,8 +150,8 @@ def test_forget_leaves_no_copy_of_the_user_in_the_database_files(backend, embedd
 
     receipt = forget_user(agent.store, agent.checkpointer, "ann")  # the agent stays open: a chat going on
 
-    assert (receipt.memories, receipt.threads) == (7, 1)
-    assert before == {**({VECTORS: 3} if embeddings else {}), LIST_INDEX: 3, "store": 7, CHANGE_LOG: 4}
+    assert (receipt.memories, receipt.threads) == (10, 1)
+    assert before == {**({VECTORS: 3} if embeddings else {}), LIST_INDEX: 3, "store": 10, CHANGE_LOG: 7}
     assert {table: receipt.rows[table] for table in before} == before
     assert receipt.rows["checkpoints"] == threads["checkpoints"] > 0
     assert set(user_rows(backend, "ann").values()) == {0}
