@@ -70,6 +70,15 @@ class TurnMemories:
             return render_collection(kind, self.prompt[kind.name], self.now)
         return render_documents(kind, self.documents[kind.name], self.now)
 
+    def shown_documents(self, kinds: Sequence[MemoryKind]) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+        """The (key, document) pairs the chat prompt shows of each kind, by kind name: a collection's chosen ones, a
+        single document under its kind's key."""
+        return {
+            kind.name: [(item.key, item.value) for item in self.prompt[kind.name].items] if kind.collection
+            else [(kind.key, document) for document in self.documents[kind.name]]
+            for kind in kinds
+        }
+
     def context_of(self, kind: MemoryKind, kinds: Sequence[MemoryKind]) -> dict[str, str]:
         """What `kind`'s extraction reads of other kinds (`MemoryKind.context_kinds`), by name: each one's memories
         as the chat prompt shows them; "" for one that `kinds`, the kinds read, do not declare."""

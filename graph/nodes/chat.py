@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Annotated, Literal
 
-from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
@@ -24,6 +24,7 @@ from graph.memory.rendering import (
     memory_section,
     tell_user_rules,
 )
+from graph.memory.source_lines import asks_for_source, sources_section
 from graph.nodes.summary import fold_into_summary, with_summary
 from graph.nodes.update import must_tell_user, routed_here, send_outcome
 from graph.nodes.window import PromptParts, invoke_fitted
@@ -99,10 +100,15 @@ def chat_system_prompt(settings: RunContext, kinds: Sequence[MemoryKind]) -> str
     )
 
 
-def chat_context(memories: TurnMemories, settings: RunContext, kinds: Sequence[MemoryKind]) -> SystemMessage:
+def chat_context(
+    memories: TurnMemories, settings: RunContext, kinds: Sequence[MemoryKind], asked: str = ""
+) -> SystemMessage:
     """The chat prompt's part that changes from turn to turn, placed right before the user's latest message: the
-    current time and a section for each memory kind."""
+    current time and a section for each memory kind; when the user's latest message (`asked`) asks where a memory
+    came from, the sources of the memories shown (`graph.memory.source_lines`)."""
     sections = "\n\n".join(memory_section(kind, memories.shown(kind)) for kind in kinds)
+    if asks_for_source(asked):
+        sections += "\n\n" + sources_section(memories.store, settings.resolved_user_id, kinds, memories.shown_documents(kinds))
     return SystemMessage(content=CHAT_CONTEXT.format(now=settings.now_text(), memory_sections=sections))
 
 
@@ -188,7 +194,8 @@ def task_maistro(
     else:
         memories = turn_memories(runtime.store, settings, thread, run.thread_id, kinds, reads)
     view = ThreadView.of(thread)
-    stable, context = chat_system_prompt(settings, kinds), chat_context(memories, settings, kinds)
+    asked = next((m.text for m in reversed(thread) if isinstance(m, HumanMessage)), "")
+    stable, context = chat_system_prompt(settings, kinds), chat_context(memories, settings, kinds, asked)
     visible_thread = as_prompted(bound_messages(chat_history(thread)))
     new_messages: list[AnyMessage] = []
     may_route = view.rounds < settings.max_memory_rounds and state["remaining_steps"] > STEPS_PER_ROUND + 1

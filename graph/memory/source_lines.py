@@ -1,0 +1,70 @@
+"""The sources of the memories a chat prompt shows, for a turn that asks where a memory came from.
+
+A turn whose latest message asks about a memory's origin ("why do you think I live in Oakland?", "where did you get
+that?", "how do you know …?", "who told you …?") gets, after the memories, one line per memory shown with a source:
+the date and the user's words (`graph.memory.provenance`), and a rule to answer from them and to say so when a memory
+has none. Any other turn's prompt carries no source, so the prompt stays as long as it was (the chat prompt's budget
+at 10,000 ToDos and over long threads, `python -m bench.run`). The questions are recognised in English.
+"""
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langgraph.store.base import BaseStore
+
+from graph.memory.kinds import MemoryKind
+from graph.memory.provenance import read_sources, source_key
+from prompts import SOURCES_SECTION
+
+# The most characters of a quote a prompt line carries (the whole quote is in the store, `maistro why` prints it).
+PROMPT_QUOTE_CHARS = 120
+_ASKS_SOURCE = re.compile(
+    r"\b(why do you (think|believe|say|have|know)|why did you (save|note|write|remember)|where did (you|that|this|it) "
+    r"(get|come|hear|learn|read)|where('s| is| does) (that|this|it) (from|come)|how do you know|who told you|"
+    r"what makes you think|when did i (say|tell|mention))\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_source(text: str) -> bool:
+    """Whether the user's message asks where a memory came from."""
+    return _ASKS_SOURCE.search(text) is not None
+
+
+def _said(source: Mapping[str, Any]) -> str:
+    quote = source.get("quote", "")
+    if len(quote) > PROMPT_QUOTE_CHARS:
+        quote = quote[: PROMPT_QUOTE_CHARS - 1].rstrip() + "…"
+    date = str(source.get("said_at", ""))[:10] or "an unknown date"
+    return f'on {date} the user said: "{quote}"'
+
+
+def source_lines(kind: MemoryKind, documents: Sequence[tuple[str, Mapping[str, Any]]], sources: Mapping[str, Any]) -> list[str]:
+    """One line per memory of `kind` among `documents` ((key, document) pairs) whose source is known: each field of a
+    single document, each document of a collection (named by its summary field)."""
+    lines = []
+    for key, document in documents:
+        if kind.collection:
+            if source := sources.get(source_key(kind.name, key)):
+                lines.append(f'- {kind.name} "{document.get(kind.summary_field, key)}": {_said(source)}')
+            continue
+        for field in kind.schema.model_fields:
+            if document.get(field) not in (None, "", []) and (source := sources.get(source_key(kind.name, key, field))):
+                lines.append(f"- {kind.name}.{field}: {_said(source)}")
+    return lines
+
+
+def sources_section(
+    store: BaseStore, user_id: str, kinds: Sequence[MemoryKind], shown: Mapping[str, Sequence[tuple[str, Mapping[str, Any]]]]
+) -> str:
+    """The prompt's section of the sources of the memories `shown` (by kind name, the (key, document) pairs the
+    prompt shows), read by key: as many reads as memories shown, however many the user has."""
+    keys = [
+        source_key(kind.name, key, None if kind.collection else field)
+        for kind in kinds for key, _ in shown.get(kind.name, ())
+        for field in ((None,) if kind.collection else kind.schema.model_fields)
+    ]
+    sources = {key: value for key, value in read_sources(store, user_id, keys).items() if value}
+    lines = [line for kind in kinds for line in source_lines(kind, shown.get(kind.name, ()), sources)]
+    return SOURCES_SECTION.format(lines="\n".join(lines) or "(no memory shown has a recorded source)")
