@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from graph.memory.kinds import MemoryKind
 from graph.memory.store import PAST, SOURCES, namespace, search_all
@@ -34,6 +35,52 @@ READ_CHUNK = 500
 SOURCE_FIELDS = ("change_id", "thread_id", "message_id", "quote", "said_at", "model")
 # The fields every past fact carries.
 PAST_FIELDS = ("kind", "key", "field", "value", "valid_from", "valid_to", "source", "replaced_by")
+
+
+class PastFact(BaseModel):
+    """A past fact as stored and exported: checked like every imported item (strict, nothing added or coerced)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    kind: str = Field(min_length=1, description="The memory kind the fact belonged to.")
+    key: str = Field(min_length=1, description="The document's store key.")
+    field: str | None = Field(description="The field that held the value (None: the whole document, deleted).")
+    value: Any = Field(description="The value that held.")
+    valid_from: str | None = Field(description="When it became true (its source's time; None: unknown), ISO 8601.")
+    valid_to: str = Field(description="When it was replaced or deleted, ISO 8601.")
+    source: dict[str, str] | None = Field(description="Where the value came from (None: before sources were kept).")
+    replaced_by: str = Field(min_length=1, description="The id of the change that ended it.")
+
+    @field_validator("valid_from", "valid_to")
+    @classmethod
+    def _dated(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError("must be an ISO 8601 date-time") from None
+        if moment.tzinfo is None:
+            raise ValueError("must carry a UTC offset")
+        return value
+
+
+def past_fact_problem(key: str, value: Any, now: datetime) -> str | None:
+    """Why `value` is not a past fact that may be imported under `key`, in a few words; None when it is one."""
+    try:
+        fact = PastFact.model_validate(value)
+    except ValidationError as error:
+        detail = error.errors()[0]
+        where = ".".join(str(part) for part in detail["loc"])
+        return f"{where}: {detail['msg']}" if where else detail["msg"]
+    if key != past_key(fact.replaced_by, fact.field):
+        return "its key is not the id of the change that ended it (and its field)"
+    ended = datetime.fromisoformat(fact.valid_to)
+    if ended > now:
+        return "its valid_to is in the future"
+    if fact.valid_from is not None and datetime.fromisoformat(fact.valid_from) > ended:
+        return "its valid_from is after its valid_to"
+    return None
 
 
 def quoted(message: str) -> str:
