@@ -193,6 +193,13 @@ def history_ops(
     return ops
 
 
+def change_source(context: ChangeContext, kind: MemoryKind, order: int, said_at: str = "") -> dict[str, str]:
+    """The source of the order-th change to `kind` under `context` (`graph.memory.provenance.source_of`), dated
+    `said_at`, else the context's time, else now."""
+    return source_of(entry_id(context.seed, kind, order), context.thread_id, context.message_id, context.message,
+                     said_at or context.said_at or now_iso(), context.model)
+
+
 def change_provenance(
     store: BaseStore, user_id: str, kind: MemoryKind, changes: Sequence[MemoryChange], context: ChangeContext, undoes: str | None
 ) -> tuple[list[dict[str, Any]], list[PutOp]]:
@@ -209,8 +216,7 @@ def change_provenance(
         if undoes is not None:
             entries.append({"sources_before": before})
             continue
-        source = source_of(entry_id(context.seed, kind, order), context.thread_id, context.message_id, context.message,
-                           said_at, context.model)
+        source = change_source(context, kind, order, said_at)
         entries.append({"source": source, "sources_before": before})
         ops.extend(provenance_ops(user_id, kind, change.key, change.before, change.after, source, current))
     return entries, ops

@@ -35,7 +35,7 @@ from langgraph.store.base import BaseStore
 from graph.backends.context_window import model_window
 from graph.backends.json_calls import JsonCallModel
 from graph.backends.model import ChatModelFactory
-from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, committed_changes
+from graph.memory.changes import ChangeContext, MemoryChange, change_source, commit_changes, committed_changes
 from graph.memory.conditions import ConflictError
 from graph.memory.grounding import UserWords
 from graph.memory.kinds import MemoryKind
@@ -215,6 +215,11 @@ def change_context(request: UpdateRequest) -> ChangeContext:
     )
 
 
+def saved_sources(context: ChangeContext, kind: MemoryKind, saved: Sequence[MemoryChange]) -> list[dict[str, str]]:
+    """The sources of the changes saved under `context`, in order, as their history entries record them."""
+    return [change_source(context, kind, order) for order in range(len(saved))]
+
+
 def answer_update_calls(
     calls: Sequence[dict],
     report: str,
@@ -224,13 +229,16 @@ def answer_update_calls(
     *,
     failed: bool = False,
     refusal: NotSaved | None = None,
+    sources: Sequence[dict[str, str]] = (),
 ) -> dict:
     """The node's state update: the report answers the first call (with the changes as artifact; status "error"
     when the update `failed`, or was refused: `refusal`'s problem and proposal go in the artifact too), the rest
     point to it.
 
     Runs streamed with `stream_mode="custom"` get the outcome at once (`send_outcome`), with the notes people
-    read (e.g. "ToDo added: Book swim lessons") and, for a free-text kind, the change in full.
+    read (e.g. "ToDo added: Book swim lessons"), when changes were saved their `sources` (one per change, as
+    `graph.memory.provenance` keeps them: change id, thread, message id, quote, time, model) and, for a free-text
+    kind, the change in full.
     """
     failed = failed or refusal is not None
     if secrets:
@@ -247,7 +255,8 @@ def answer_update_calls(
         "proposal": refusal.proposal if refusal else None,
     }
     status = "error" if failed else "success"
-    send_outcome(kind.name, calls[0]["id"], change_notes(artifact, [kind]), failed=failed, **text_change(artifact, kind))
+    send_outcome(kind.name, calls[0]["id"], change_notes(artifact, [kind]), failed=failed,
+                 **({"sources": list(sources)} if sources else {}), **text_change(artifact, kind))
     return {
         "messages": [
             ToolMessage(content=report, tool_call_id=calls[0]["id"], artifact=artifact, status=status),
@@ -305,7 +314,8 @@ def update_memory(
     for attempt in range(1 + CONFLICT_RETRIES):
         replay = attempt > 0 or request.may_be_replay
         if replay and (committed := committed_changes(store, request.user_id, kind, context.seed)):
-            return answer_update_calls(calls, report(request, committed), kind, committed, set())
+            return answer_update_calls(calls, report(request, committed), kind, committed, set(),
+                                       sources=saved_sources(context, kind, committed))
         try:
             proposed = propose(replace(request, fresh=attempt > 0))
         except UnusableOutputError as error:
@@ -317,7 +327,8 @@ def update_memory(
             saved, secrets = commit_changes(store, request.user_id, kind, proposed, context)
         except ConflictError:
             continue
-        return answer_update_calls(calls, report(request, saved), kind, saved, secrets)
+        return answer_update_calls(calls, report(request, saved), kind, saved, secrets,
+                                   sources=saved_sources(context, kind, saved))
     return answer_update_calls(calls, UPDATE_CONFLICT.format(memory=kind.label), kind, [], set(), failed=True)
 
 

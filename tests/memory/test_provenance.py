@@ -2,7 +2,7 @@
 source (thread, message id, quoted words, time, model) in its history entry and as the memory's current source,
 written with the change; a replaced value or a deleted document is kept as a past fact with the time it held; an undo
 puts the sources back; history retention leaves the sources alone; a long or secret-bearing message is quoted
-bounded and redacted."""
+bounded and redacted; the update's stream event carries the sources."""
 
 from datetime import datetime
 
@@ -11,8 +11,9 @@ from langchain_core.messages import HumanMessage
 from graph.memory.changes import list_history, undo_change
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS, kind_named
 from graph.memory.provenance import QUOTE_CHARS, all_sources, current_source, past_facts
+from graph.nodes.update import MEMORY_UPDATE_EVENT
 from graph.settings import current_settings
-from testing.helpers import profile_of, todos, turn
+from testing.helpers import config, profile_of, todos, turn
 from testing.scripted_model import calls, patch_where, profile, remove_where, replace, route, say, todo
 from testing.stored_names import PROFILE, PROFILE_KEY, TODO
 
@@ -119,3 +120,16 @@ def test_the_quote_is_bounded_and_redacted(agent, model):
     quote = current_source(agent.store, "Lance", PROFILE_KIND, PROFILE_KEY, "location")["quote"]
     assert len(quote) <= QUOTE_CHARS and quote.endswith("…")
     assert secret not in quote and "I live in Oakland" in quote
+
+
+def test_the_update_event_carries_the_source_of_each_change_saved(agent, model):
+    model.add("task_maistro", route("user", content="Noted."))
+    model.add("update_profile", calls(profile(location="Oakland")))
+
+    (event,) = [
+        payload[MEMORY_UPDATE_EVENT]
+        for payload in agent.stream({"messages": [("user", SAID_OAKLAND)]}, config(), stream_mode="custom")
+    ]
+
+    stored = current_source(agent.store, "Lance", PROFILE_KIND, PROFILE_KEY, "location")
+    assert event["sources"] == [stored] and stored["quote"] == SAID_OAKLAND
