@@ -31,6 +31,7 @@ CATEGORIES = (
     "no-invention",
     "chinese",
     "long-list",
+    "provenance",
 )
 Alternatives = str | list[str]
 

@@ -26,6 +26,7 @@ from pydantic import ConfigDict
 
 from graph.eval.cases import Case, Play, TodoFields, Turn
 from graph.eval.dates import resolve_date
+from graph.memory.source_lines import asks_for_source
 from graph.thread.model_message import UPDATE_TOOL
 
 FLAWS = {
@@ -34,6 +35,7 @@ FLAWS = {
     "ignores-deletions": "never removes a ToDo the user no longer needs",
     "wrong-language": "always replies in English",
     "stores-secret": "writes the secret the user mentioned into the memory it updates",
+    "invents-source": "asked where a memory came from, makes up a source instead of quoting the one it was given",
     "text-tool-calls": "writes its UpdateMemory calls as text, the whole reply <tool_call>…</tool_call> blocks (Hermes, "
     "Qwen), instead of calling the tool",
 }
@@ -42,6 +44,8 @@ CHAT_MARKER = "helping them keep track of their ToDo list"
 INSTRUCTIONS_MARKER = "update your instructions for how to update ToDo list items"
 REPLY_FIRST_MARKER = "in the same message as any UpdateMemory calls"
 ENGLISH_REPLY = "Okay, noted."
+# What a player that invents sources says the user told it.
+INVENTED_SOURCE = "You mentioned it when we first talked."
 _INSTANCE = re.compile(r'<instance id=(?P<id>\S+) schema_type="(?P<schema>[^"]+)">\n(?P<doc>.*?)\n</instance>', re.S)
 
 
@@ -132,6 +136,8 @@ class Player:
     def reply(self, turn: Turn, view: PromptView) -> str:
         """The turn's reply, with each fact it must mention that the prompt's memories or conversation hold."""
         text = ENGLISH_REPLY if self.flaw == "wrong-language" else turn.play.reply
+        if self.flaw == "invents-source" and asks_for_source(turn.user):
+            return f'{text} "{INVENTED_SOURCE}"'
         facts = [found for fact in turn.mention if (found := _found(fact, view.context))]
         return " ".join([text, *facts])
 

@@ -61,6 +61,14 @@ def test_the_tutorials_graph_loses_the_points_of_deletions_and_the_page_of_ten_o
         "long-list-recall": ["the reply to 'Is polishing the silver on my chore list?' does not mention 'Polish the silver'"],
         "long-list-no-duplicates": ["the reply to 'Which chores are still open?' does not mention 'plumber'"],
         "long-list-update-late-item": ["1 wrong stored value(s)", "1 of 12 expected memories missing or wrong"],
+        # No memory keeps its source: asked where a memory came from, the prompt has no words of the user to quote.
+        "why-moved-city": ["the reply to 'Why do you think I live in Portland?' does not mention 'I moved here in the spring'"],
+        "why-nurse-job": [
+            "the reply to 'Where did you get that I am a nurse?' does not mention 'started working as a nurse at the city hospital'"
+        ],
+        "why-passport-todo": [
+            "the reply to 'How do you know I need to renew my passport?' does not mention 'renew my passport before the Lisbon trip'"
+        ],
     }
 
 
@@ -106,6 +114,14 @@ def test_a_model_that_ignores_deletions_keeps_one_spurious_todo_per_removal(orac
     assert (flawed.facts, flawed.wrong, flawed.duplicates, flawed.mentioned) == (right.facts, 0, 0, right.mentioned)
     if graph == "tutorial":  # its extractor cannot delete: the oracle loses the same points there
         assert without_costs(flawed) == without_costs(oracle_total(oracle, suite, "tutorial"))
+
+
+def test_a_model_that_invents_a_source_loses_exactly_the_provenance_answers(oracle):
+    suite = load_cases("provenance,recall-*")
+    right, flawed = oracle_total(oracle, suite), total(play(suite, flaw="invents-source"))
+    asked = sum(len(turn.mention) for case in load_cases("provenance") for turn in case.turns)
+    assert right.mentioned - flawed.mentioned == asked == 3
+    assert without_costs(replace(flawed, mentioned=right.mentioned)) == without_costs(right)
 
 
 def test_a_model_that_answers_in_english_loses_every_chinese_reply_and_nothing_else(oracle):
