@@ -190,12 +190,12 @@ def test_the_cli_prints_what_it_removed_by_table(tmp_path, secret):
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[:6] == [
-        "Forgot ann: deleted 4 memories and 1 thread.",
+        "Forgot ann: deleted 6 memories and 1 thread.",  # 2 ToDos, their 2 history entries and 2 sources
         "Rows deleted, by table:",
         f"  {VECTORS:<28}        2",
         f"  {LIST_INDEX:<28}        2",
-        f"  {'store':<28}        4",
-        f"  {CHANGE_LOG:<28}        2",
+        f"  {'store':<28}        6",
+        f"  {CHANGE_LOG:<28}        4",
     ]
     assert lines[6] == f"  {'maistro_history_pruned':<28}        0"
     assert [line.split()[0] for line in lines[7:10]] == ["checkpoints", "writes", "maistro_checkpoint_retention"]
