@@ -302,8 +302,8 @@ def show(
     kind: Annotated[str, typer.Argument(help="A memory kind's name: profile, todo, instructions, or one MAISTRO_MEMORY_KINDS adds.")],
     user: UserOption = None,
     as_json: JsonOption = False,
-    past: Annotated[bool, typer.Option("--past", help="Show the facts it held that were replaced or deleted, with when they held.")] = False,
     data_dir: DataDirOption = None,
+    past: Annotated[bool, typer.Option("--past", help="Show the facts it held that were replaced or deleted, with when they held.")] = False,
 ) -> None:
     """Show one memory kind of a user: a table of its documents, or its text; with --past, what it held before."""
     (_show_past if past else _show_named)(kind, user, as_json, data_dir)
