@@ -64,6 +64,11 @@ SOURCES_SECTION = """Where the memories above came from (the user asked): answer
 {lines}
 </sources>"""
 
+PAST_SECTION = """What the user's memories held before and no longer hold (the user asked; most recent first, each with when it held): answer from these lines only.
+<past_facts>
+{lines}
+</past_facts>"""
+
 GUIDANCE_SECTION = """Here is the user's {memory}: guidance for you to follow in every reply (may be empty if nothing has been saved yet):
 <{name}>
 {content}

@@ -24,7 +24,7 @@ from graph.memory.rendering import (
     memory_section,
     tell_user_rules,
 )
-from graph.memory.source_lines import asks_for_source, sources_section
+from graph.memory.source_lines import asks_about_past, asks_for_source, past_section, sources_section
 from graph.nodes.summary import fold_into_summary, with_summary
 from graph.nodes.update import must_tell_user, routed_here, send_outcome
 from graph.nodes.window import PromptParts, invoke_fitted
@@ -105,10 +105,13 @@ def chat_context(
 ) -> SystemMessage:
     """The chat prompt's part that changes from turn to turn, placed right before the user's latest message: the
     current time and a section for each memory kind; when the user's latest message (`asked`) asks where a memory
-    came from, the sources of the memories shown (`graph.memory.source_lines`)."""
+    came from, the sources of the memories shown, and when it asks what held before, the past facts
+    (`graph.memory.source_lines`)."""
     sections = "\n\n".join(memory_section(kind, memories.shown(kind)) for kind in kinds)
     if asks_for_source(asked):
         sections += "\n\n" + sources_section(memories.store, settings.resolved_user_id, kinds, memories.shown_documents(kinds))
+    if asks_about_past(asked):
+        sections += "\n\n" + past_section(memories.store, settings.resolved_user_id)
     return SystemMessage(content=CHAT_CONTEXT.format(now=settings.now_text(), memory_sections=sections))
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from graph.eval.cases import Case, load_cases
 from graph.eval.scoring import rates
+from graph.memory.source_lines import asks_for_source
 from testing.eval_runs import play, total
 
 
@@ -66,6 +67,7 @@ def test_the_tutorials_graph_loses_the_points_of_deletions_and_the_page_of_ten_o
         "why-nurse-job": [
             "the reply to 'Where did you get that I am a nurse?' does not mention 'started working as a nurse at the city hospital'"
         ],
+        "past-previous-city": ["the reply to 'Where did I live before?' does not mention 'Austin'"],
         "why-passport-todo": [
             "the reply to 'How do you know I need to renew my passport?' does not mention 'renew my passport before the Lisbon trip'"
         ],
@@ -119,8 +121,8 @@ def test_a_model_that_ignores_deletions_keeps_one_spurious_todo_per_removal(orac
 def test_a_model_that_invents_a_source_loses_exactly_the_provenance_answers(oracle):
     suite = load_cases("provenance,recall-*")
     right, flawed = oracle_total(oracle, suite), total(play(suite, flaw="invents-source"))
-    asked = sum(len(turn.mention) for case in load_cases("provenance") for turn in case.turns)
-    assert right.mentioned - flawed.mentioned == asked == 3
+    asked = sum(len(turn.mention) for case in load_cases("provenance") for turn in case.turns if asks_for_source(turn.user))
+    assert right.mentioned - flawed.mentioned == asked == 3  # "where did I live before?" asks for no source
     assert without_costs(replace(flawed, mentioned=right.mentioned)) == without_costs(right)
 
 

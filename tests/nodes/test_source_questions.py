@@ -1,6 +1,7 @@
 """Asking where a memory came from (issue 34, item 2), through the real ChatOpenAI client against the stub: a turn
 that asks "why do you think …?" carries the source of each memory shown (the date and the user's words) in its
-prompt, so the answer quotes them; any other turn's prompt carries none, so its length does not grow."""
+prompt, so the answer quotes them; a turn that asks what held before ("where did I live before?") carries the past
+facts; any other turn's prompt carries neither, so its length does not grow."""
 
 import re
 
@@ -50,3 +51,34 @@ def test_the_questions_that_ask_for_a_source_are_recognised():
         assert asks_for_source(question), question
     for other in ("Why is the sky blue?", "Where do you think I should go?", "I know how you work."):
         assert not asks_for_source(other), other
+
+
+PAST_LINE = re.compile(r"- profile\.location: (\w+) \(from (\d{4}-\d\d-\d\d) to (\d{4}-\d\d-\d\d)\)")
+
+
+def answer_from_past(request: dict) -> dict:
+    """A model that answers from the past facts in its prompt, or says it does not know."""
+    found = PAST_LINE.search(system_text(request))
+    return text_reply(f"Before that you lived in {found[1]}." if found else "I don't know where you lived before.")
+
+
+def test_a_question_about_before_is_answered_from_the_past_facts_and_others_carry_none(stub, script, tmp_path, monkeypatch):
+    monkeypatch.setenv("MAISTRO_CALL_MODE", "tools")
+    agent = build_graph(tmp_path)
+    script.add("chat", update("user", content="Hi!"), update("user", content="Noted the move."))
+    script.add("profile", tool_calls_reply(("Profile", {"location": "Austin"})),
+               lambda request: tool_calls_reply(("PatchDoc", {"json_doc_id": "user_profile", "planned_edits": "Move.",
+                                                              "patches": [{"op": "replace", "path": "/location", "value": "Denver"}]})))
+    agent.invoke({"messages": [HumanMessage("My home is in Austin.")]}, config(thread_id="1"))
+    agent.invoke({"messages": [HumanMessage("I relocated to Denver this week.")]}, config(thread_id="1"))
+    assert profile_of(agent)["location"] == "Denver"
+    script.keep("chat", answer_from_past)
+
+    other = agent.invoke({"messages": [HumanMessage("Where do I live?")]}, config(thread_id="2"))
+    asked = agent.invoke({"messages": [HumanMessage("Where did I live before?")]}, config(thread_id="2"))
+
+    chats = [request for request in stub.requests if kind_of(request) == "chat"]
+    assert "<past_facts>" not in system_text(chats[-2]) and "Austin" not in system_text(chats[-2])
+    assert other["messages"][-1].content == "I don't know where you lived before."
+    assert asked["messages"][-1].content == "Before that you lived in Austin."
+    close_graph(agent)
