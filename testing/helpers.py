@@ -70,6 +70,14 @@ def todos(agent, user_id: str = "Lance") -> dict[str, dict]:
     return {item.value["task"]: item.value for item in search_all(agent.store, namespace(TODO, user_id))}
 
 
+def kept(store, user_id: str = "Lance") -> str:
+    """What a failed update's note says of the pending change it left: the user's only one (`graph.memory.pending`)."""
+    from graph.memory.pending import list_pending
+
+    (pending,) = list_pending(store, user_id)
+    return f" (kept as pending change {pending.id[:8]}, to retry or drop)"
+
+
 def profile_of(agent, user_id: str = "Lance") -> dict | None:
     """The user's profile document."""
     items = search_all(agent.store, namespace(PROFILE, user_id))

@@ -513,7 +513,7 @@ CATALOGUE = (
             (text_reply("Sure."),),
             {
                 "route": (route("user"),),
-                "profile": (json_reply({"name": "A", "location": "A", "job": "A", "connections": [], "interests": []}),),
+                "profile": (json_reply({"name": "A", "location": "A", "job": "A", "connections": [], "interests": [], "timezone": None}),),
             },
         ),
         call_mode="json",

@@ -43,6 +43,7 @@ SLOW_TESTS = {
     "models/test_model_faults.py::test_text_calls_through_the_chat_process": "runs the CLI",
     "storage/test_forget.py::test_the_cli_prints_what_it_removed_by_table": "runs the CLI",
     "storage/test_data_directory.py": "runs the CLI on each broken data directory",
+    "bench/test_done_log.py": "runs `maistro todos` as a process, as the benchmark measures it",
     "models/test_json_mode.py::test_maistro_chat_on_a_model_without_tool_calls_saves_and_tells": "runs the CLI",
     "memory/test_custom_kinds.py::test_a_file_in_the_working_directory_shadows_neither_the_module_named_nor_what_it_imports": (
         "runs the CLI in a directory holding look-alike modules"

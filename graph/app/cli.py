@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
 
     from graph.memory.kinds import MemoryKind
+    from graph.memory.pending import PendingChange
 
 app = typer.Typer(
     help="Chat with an assistant that remembers your profile, ToDo list and instructions.",
@@ -41,6 +42,8 @@ DataDirOption = Annotated[
 HISTORY_LIMIT = 20
 # How many days ahead `maistro due` looks unless told: a week.
 DUE_DAYS = 7
+# How often `maistro pending --retry` retries a failed model request (as `maistro chat` does unless told).
+RETRY_REQUESTS = 2
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON (store key → value) instead of a table.")]
 
 
@@ -191,10 +194,16 @@ def _leave_now(code: int) -> NoReturn:
 def _show(kind: "MemoryKind", user: str | None, as_json: bool, data_dir: Path | None) -> None:
     user_id = _user(user)
     with _store(data_dir) as store:
-        if as_json:
-            from graph.memory.admin import export_memories  # with the redaction rules: only for JSON
+        if kind.done_status:  # the list alone: what was finished long ago moves to the done log first
+            from graph.memory.done_log import move_finished
 
-            typer.echo(json.dumps(export_memories(store, user_id, [kind])[kind.name], ensure_ascii=False, indent=2))
+            move_finished(store, user_id, [kind])
+        if as_json:  # the kind's section of `maistro export`, read from its namespace alone (not the done log, the history)
+            from graph.memory.store import namespace, search_all
+
+            where = namespace(kind, user_id)
+            documents = dict(sorted((item.key, item.value) for item in search_all(store, where) if item.namespace == where))
+            typer.echo(json.dumps(documents, ensure_ascii=False, indent=2))
         else:
             from rich.console import Console
 
@@ -261,19 +270,21 @@ def due(
     data_dir: DataDirOption = None,
 ) -> None:
     """Show the open ToDos that are due: overdue ones first, then those due within --days days, by deadline (in
-    MAISTRO_TIMEZONE's time), read from the store without a model."""
+    the user's time zone: their profile's, else MAISTRO_TIMEZONE's), read from the store without a model."""
     from graph.memory.due import due_items
     from graph.memory.kinds import configured_kinds
     from graph.memory.rendering import joined
     from graph.memory.store import read_kind
+    from graph.memory.user_time import profile_zone
     from graph.run_context import RunContext
 
     user_id = _user(user)
     kinds = [kind for kind in configured_kinds() if kind.deadline_field]
     if not kinds:
         _fail("No memory kind declares a deadline_field, so nothing can be due.")
-    now = RunContext().now()
     with _store(data_dir) as store:
+        singles = [kind for kind in configured_kinds() if not kind.collection]
+        now = RunContext().now(profile_zone({kind.name: [i.value for i in read_kind(store, kind, user_id)] for kind in singles}))
         found = [
             (kind, due_items(read_kind(store, kind, user_id), now, days, deadline_field=kind.deadline_field, is_open=kind.is_open))
             for kind in kinds
@@ -295,6 +306,42 @@ def due(
     for kind, listed in found:
         for table in due_tables(kind, listed, user_id):
             console.print(table)
+
+
+@app.command()
+def done(
+    since: Annotated[str | None, typer.Option("--since", help="Only what was finished on or after this day (YYYY-MM-DD, UTC).")] = None,
+    find: Annotated[str, typer.Option("--find", help="Only what holds this text in its task or solutions (case-insensitive).")] = "",
+    user: UserOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (by kind: count, count by month, items) instead of a table.")] = False,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Show what was finished: a count line, then the done log's items, oldest first (ToDos move there
+    MAISTRO_DONE_LOG_AFTER_DAYS after they were marked done)."""
+    from graph.app.done_view import InvalidDateError, done_reports, parse_since
+    from graph.memory.kinds import configured_kinds
+
+    user_id = _user(user)
+    try:
+        day = parse_since(since)
+    except InvalidDateError as error:
+        _fail(str(error))
+    with _store(data_dir) as store:
+        reports = done_reports(store, user_id, configured_kinds(), day, find)
+    if not reports:
+        _fail("No memory kind declares a done_status, so nothing keeps a done log.")
+    if as_json:
+        typer.echo(json.dumps({report.kind.name: report.as_json() for report in reports}, ensure_ascii=False, indent=2))
+        return
+    from rich.console import Console
+
+    console = Console()
+    for report in reports:
+        console.print(report.count_line(user_id))
+        if len(report.by_month) > 1:
+            console.print("By month (UTC): " + ", ".join(f"{month}: {count:,}" for month, count in report.by_month.items()))
+        if report.entries:
+            console.print(report.table())
 
 
 @app.command()
@@ -337,13 +384,19 @@ def export(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (default: stdout).")] = None,
     data_dir: DataDirOption = None,
 ) -> None:
-    """Export all of a user's memories as JSON (store keys preserved), those of kinds not declared too."""
+    """Export all of a user's memories as JSON (store keys preserved), those of kinds not declared too; pending
+    changes stay out (a warning counts them)."""
     from graph.memory.admin import export_memories, undeclared_sections
     from graph.memory.kinds import configured_kinds
+    from graph.memory.pending import list_pending
 
     user_id, kinds = _user(user), configured_kinds()
     with _store(data_dir) as store:
         exported = export_memories(store, user_id, kinds)
+        kept = len(list_pending(store, user_id))
+    if kept:
+        typer.echo(f"Warning: {user_id} has {_count(kept, 'pending change', 'pending changes')}; exports leave them out "
+                   "(see `maistro pending`).", err=True)
     for name in undeclared_sections(exported, kinds):
         typer.echo(f"Warning: {user_id} has memories of a kind not declared, {name!r}; "
                    f"they are exported as stored ({_count(len(exported[name]), 'document', 'documents')}).", err=True)
@@ -505,6 +558,89 @@ def undo(
             _fail(f"Cannot undo for {user_id}: {error}.")
     reverted = f"{target['id'][:8]} of {user_id} ({change_summary(target, kinds)})"
     typer.echo(f"Undid change {reverted}: {undo_summary(entry, kinds)}.")
+
+
+@app.command()
+def pending(
+    retry: Annotated[str | None, typer.Option("--retry", help="Retry the pending change with this id (or its first characters).")] = None,
+    drop: Annotated[str | None, typer.Option("--drop", help="Drop the pending change with this id (or its first characters).")] = None,
+    user: UserOption = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model name for --retry (default: MAISTRO_MODEL).")] = None,
+    as_json: JsonOption = False,
+    data_dir: DataDirOption = None,
+) -> None:
+    """List the updates that failed and were kept as pending changes, one a line with its id; --retry ID proposes
+    one again from your message against the memories as they are now (exit 1 if it fails again), --drop ID
+    removes it."""
+    from graph.app.pending_lines import pending_line
+    from graph.memory.pending import (
+        AmbiguousPendingError,
+        UnknownPendingError,
+        drop_pending,
+        list_pending,
+        pending_change,
+    )
+
+    if retry and drop:
+        _fail("--retry and --drop each name one pending change: pass one of them, not both.")
+    user_id = _user(user)
+    if not (retry or drop):
+        with _store(data_dir) as store:
+            kept = list_pending(store, user_id)
+        if as_json:  # store key (the pending change's id) → pending change
+            typer.echo(json.dumps({entry.id: entry.model_dump() for entry in kept}, ensure_ascii=False, indent=2))
+        elif not kept:
+            typer.echo(f"No pending changes for {user_id}: every update was saved or dropped.")
+        for entry in kept if not as_json else []:
+            typer.echo(pending_line(entry))
+        return
+    given = retry or drop or ""
+    with _store(data_dir, index=True) as store:
+        try:
+            entry = pending_change(store, user_id, given)
+        except AmbiguousPendingError:
+            _fail(f"More than one pending change of {user_id} starts with {given!r}; give more of its id (see `maistro pending`).")
+        except UnknownPendingError:
+            _fail(f"No pending change of {user_id} has the id {given!r}; see `maistro pending`.")
+        if drop:
+            drop_pending(store, user_id, entry)
+            typer.echo(f"Dropped pending change {entry.id[:8]} of {user_id} ({pending_line(entry, with_id=False)}).")
+            return
+    _retry_pending(entry, user_id, model, data_dir)
+
+
+def _retry_pending(entry: "PendingChange", user_id: str, model: str | None, data_dir: Path | None) -> None:
+    """Retry one pending change through the graph's update node; print its notes; exit 1 if it failed again."""
+    from functools import partial
+
+    from graph.backends.model import (
+        NO_MODEL_MESSAGE,
+        ModelNotConfiguredError,
+        ModelUnavailableError,
+        ensure_model_configured,
+        load_chat_model,
+    )
+    from graph.memory.kinds import UnknownKindError
+    from graph.nodes.pending_retry import retry_pending
+    from graph.runtime import runtime_of
+
+    try:
+        ensure_model_configured()
+    except ModelNotConfiguredError:
+        _fail(NO_MODEL_MESSAGE)
+    with _graph(data_dir, RETRY_REQUESTS) as graph:
+        chat_model = partial(load_chat_model, max_retries=RETRY_REQUESTS)
+        try:
+            outcome = retry_pending(graph.store, runtime_of(graph), chat_model, user_id, entry, model)
+        except UnknownKindError:
+            _fail(f"Pending change {entry.id[:8]} is for the memory {entry.kind!r}, which is not declared (MAISTRO_MEMORY_KINDS).")
+        except ModelUnavailableError:
+            _fail(f"Pending change {entry.id[:8]} is still pending: the model endpoint kept failing; try again later.")
+    for note in outcome.notes:
+        typer.echo(f"{'✗' if outcome.failed else '✎'} {note}")
+    if outcome.failed:
+        _fail(f"Pending change {entry.id[:8]} failed again and is still pending; `maistro pending --drop {entry.id[:8]}` drops it.")
+    typer.echo(f"Pending change {entry.id[:8]} is saved and no longer pending.")
 
 
 @app.command()

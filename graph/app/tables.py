@@ -15,6 +15,7 @@ from graph.memory.due import Due
 from graph.memory.formats import Column, date_time_text
 from graph.memory.kinds import MemoryKind, UnknownKindError, kind_named
 from graph.memory.rendering import capitalized
+from graph.memory.replaced import ARROW, field_texts
 from graph.memory.store import read_kind, read_text
 
 if TYPE_CHECKING:  # annotations only: `maistro todos` reads through whichever store it is given
@@ -109,6 +110,13 @@ def _summary(document: Mapping[str, Any] | None, kind: MemoryKind | None) -> str
     return readable(shown or document.get("memory") or document)[:60]
 
 
+def _replaced(entry: Mapping[str, Any], kind: MemoryKind | None) -> str:
+    """What an update replaced, after its summary: " (location San Francisco → Oakland)" (`graph.memory.replaced`);
+    nothing for a free text (its summary is the text) or a change that replaced nothing."""
+    texts = [] if kind is not None and kind.text else field_texts(entry["action"], entry["before"], entry["after"])
+    return f" ({'; '.join(texts)})" if any(ARROW in text for text in texts) else ""
+
+
 def _kind_of(entry: Mapping[str, Any], kinds: Sequence[MemoryKind]) -> MemoryKind | None:
     try:
         return kind_named(kinds, entry["kind"])
@@ -149,7 +157,7 @@ def history_table(entries: Sequence[Mapping[str, Any]], user_id: str, kinds: Seq
             entry["id"][:8],
             entry["kind"],
             action,
-            _summary(entry["after"] or entry["before"], _kind_of(entry, kinds)),
+            _summary(entry["after"] or entry["before"], _kind_of(entry, kinds)) + _replaced(entry, _kind_of(entry, kinds)),
             entry.get("message", "")[:60],
         )
     return table

@@ -56,6 +56,7 @@ LANCE = {
     "job": None,
     "connections": ["Wife", "1-year-old daughter"],
     "interests": [],
+    "timezone": None,
 }
 SWIM_SOLUTIONS = ["Check local swim schools in SF", "Look for baby swim classes online"]
 LOCK_SOLUTIONS = ["Contact a local locksmith in SF", "Check Yale's customer support for troubleshooting"]
@@ -88,7 +89,7 @@ def end_of_november(settings: RunContext) -> str:
 
     def deadline(year: int) -> datetime:
         naive = datetime(year, 11, 30, 23, 59)
-        return naive.replace(tzinfo=ZoneInfo(settings.timezone)) if settings.timezone else naive.astimezone()
+        return naive.replace(tzinfo=ZoneInfo(zone)) if (zone := settings.zone_name()) else naive.astimezone()
 
     upcoming = deadline(now.year) if deadline(now.year) >= now else deadline(now.year + 1)
     return upcoming.isoformat()

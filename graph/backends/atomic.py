@@ -172,8 +172,11 @@ OR (type = 'trigger' AND name IN ('{TABLE}_INSERT', '{TABLE}_UPDATE', '{TABLE}_D
     CHANGE_LOG_IDENTITY = "(SELECT schema_version FROM pragma_schema_version)"
     MEMORY_DIALECT = Dialect(
         parameter=":{}", log=TABLE, version="c.seq", value="s.value", plain_value="value", time_text="{column}",
-        epoch="CAST(strftime('%s', {column}) AS INTEGER)", live="", since="c.seq > {seen}",
+        epoch="CAST(strftime('%s', {column}) AS INTEGER)", live="", since="c.seq > {seen}", first="{seen} = -1",
         forgets="coalesce(max(id), 0)", forgets_table=FORGETS, identity=CHANGE_LOG_IDENTITY,
+        # The list's newest log number, gone documents' included (a first read leaves those out): the next mark.
+        per_collection=f"SELECT 'newest', '{{name}}', NULL, max(seq), NULL, NULL, NULL, NULL, NULL FROM {TABLE} "
+        "WHERE prefix = {prefix}",
     )
 
     def reinstall_change_log(self) -> None:
@@ -348,7 +351,8 @@ WHERE true GROUP BY prefix ON CONFLICT (prefix) DO UPDATE SET pruned = pruned + 
             cur.execute(memory_statement(self.MEMORY_DIALECT, *names), parameters)
             rows = cur.fetchall()
         newest = {
-            name: max((row[VERSION] for row in rows if row[KIND] == "changed" and row[MEMORY] == name), default=last)
+            name: max((row[VERSION] for row in rows if row[KIND] in ("changed", "newest") and row[MEMORY] == name
+                       and row[VERSION] is not None), default=last)
             for name, last in seen.items()
         }
         return rows, newest

@@ -165,7 +165,7 @@ WHERE prefix = {prefix} AND expires_at > %(expired_after{n})s::timestamptz AND e
             parameter="%({})s", log=TABLE, version="c.xid::text", value="s.value::text", plain_value="value::text",
             time_text="to_json({column}) #>> '{{}}'", epoch="extract(epoch FROM {column})::float8",
             live="AND ({column}expires_at IS NULL OR {column}expires_at > NOW())" if hide_expired else "",
-            since="c.xid >= {seen}::xid8", forgets="coalesce(max(id), 0)::text", forgets_table=FORGETS,
+            since="c.xid >= {seen}::xid8", first="{seen}::xid8 = '0'::xid8", forgets="coalesce(max(id), 0)::text", forgets_table=FORGETS,
             identity=cls.CHANGE_LOG_IDENTITY, per_collection=cls._EXPIRED if hide_expired else "", tail=cls._MARK,
         )
 

@@ -42,7 +42,7 @@ from graph.memory.store import namespace
 CHANGED_ROWS = """SELECT 'changed' AS kind, '{name}' AS memory, c.key, {version} AS version, {value} AS value,
     {created} AS created_at, {updated} AS updated_at, {created_epoch} AS created_epoch, {updated_epoch} AS updated_epoch
 FROM {log} AS c LEFT JOIN store AS s ON s.prefix = c.prefix AND s.key = c.key {live_s}
-WHERE c.prefix = {prefix} AND {since}"""
+WHERE c.prefix = {prefix} AND {since} AND (s.key IS NOT NULL OR NOT ({first}))"""
 DOCUMENT_ROW = """SELECT 'document', '{name}', key, NULL, {plain_value}, {created}, {updated}, NULL, NULL FROM store
 WHERE prefix = {prefix} AND key = {key} {live}"""
 LOG_ROW = "SELECT 'log', NULL, NULL, {forgets}, {identity}, NULL, NULL, NULL, NULL FROM {forgets_table}"
@@ -54,7 +54,9 @@ class Dialect:
     """How one database writes the statement: its parameter style (`parameter`, with `{}` for the name), the log's
     version and value columns, a time column as ISO 8601 text and as seconds since the epoch (`time_text`,
     `epoch`, with `{column}`), the filter of live rows (`live`, with `{column}` for the table's prefix), the test
-    of a log row newer than `{seen}` (`since`), and rows it adds for each collection (`per_collection`, with
+    of a log row newer than `{seen}` (`since`), the test that `{seen}` is a first read's (`first`: its log rows
+    of documents gone are left out, since the reader holds nothing they could remove: a list that lost thousands of
+    documents, as one whose done ones moved to the done log, is read at the cost of what it holds), and rows it adds for each collection (`per_collection`, with
     `{name}`, `{prefix}` and `{n}`) and at the end (`tail`)."""
 
     parameter: str
@@ -69,6 +71,7 @@ class Dialect:
     forgets: str
     forgets_table: str
     identity: str
+    first: str = "FALSE"
     per_collection: str = ""
     tail: str = ""
 
@@ -88,6 +91,7 @@ def memory_statement(dialect: Dialect, collections: tuple[str, ...], documents: 
             created=dialect.time_text.format(column="s.created_at"), updated=dialect.time_text.format(column="s.updated_at"),
             created_epoch=dialect.epoch.format(column="s.created_at"), updated_epoch=dialect.epoch.format(column="s.updated_at"),
             live_s=dialect.live.format(column="s."), prefix=param(f"c{n}"), since=dialect.since.format(seen=param(f"seen{n}")),
+            first=dialect.first.format(seen=param(f"seen{n}")),
         ))
         if dialect.per_collection:
             parts.append(dialect.per_collection.format(name=name, prefix=param(f"c{n}"), n=n))

@@ -9,7 +9,8 @@ are migrations of the change log (`graph.backends.collection_changes`, each stor
 Retention (MAISTRO_HISTORY_KEEP, `graph.settings.HistoryKeep`) runs in the store's TTL sweep (`sweep_ttl`, which
 LangGraph's `start_ttl_sweeper` calls every MAISTRO_TTL_SWEEP_MINUTES), at most once per
 `PRUNE_INTERVAL_SECONDS`: it deletes each user's entries beyond the newest N and those older than the age kept,
-and adds what it deleted to `PRUNED`, so that an undo can say why a change is gone.
+and adds what it deleted to `PRUNED`, so that an undo can say why a change is gone. The same sweep moves every
+user's done ToDos due for the done log there, so a user who has no turn for weeks has a short list too.
 """
 
 import time
@@ -58,6 +59,8 @@ class HistorySql:
     HISTORY_COUNT = ""
     HISTORY_IDS = ""
     _history_pruned_at = float("-inf")
+    # The memory kinds whose done logs the sweep keeps: the graph's, which `build_graph` gives (none: no such sweep).
+    swept_kinds: tuple = ()
 
     def _history_rows(self, statement: str, parameters: dict[str, Any]) -> list[tuple]:
         raise NotImplementedError
@@ -89,10 +92,16 @@ class HistorySql:
         self._prune_history(keep, cutoff)
 
     def sweep_ttl(self) -> int:
-        """Delete expired items (LangGraph's sweep), and prune the history once per `PRUNE_INTERVAL_SECONDS`."""
+        """Delete expired items (LangGraph's sweep), and once per `PRUNE_INTERVAL_SECONDS` prune the history and move
+        every user's done documents due for their done log there (`graph.memory.done_log.sweep_done_logs`, for
+        `swept_kinds`)."""
         deleted = super().sweep_ttl()
         if time.monotonic() - self._history_pruned_at >= PRUNE_INTERVAL_SECONDS:
             self._history_pruned_at = time.monotonic()
             self.prune_history()
+            if self.swept_kinds:
+                from graph.memory.done_log import sweep_done_logs  # the memory code: only when a sweep runs
+
+                sweep_done_logs(self, self.swept_kinds)
         return deleted
 

@@ -4,13 +4,20 @@ A case is one JSON file under `graph/eval/cases/` (shipped with the package); it
 `threads` are conversations in order (each a list of user turns; a new thread keeps the memories but not the
 messages). A turn's `play` is what a model that gets it right does (only the scripted players of
 `graph.eval.player` read it; a real model never sees it); `mention` are facts its reply must contain and
-`language` the language it must be in. `expect` is the memory the store must hold after the last turn, and
-`must_not_store` are strings that must appear nowhere in the store.
+`language` the language it must be in, and `confirm` what the turn's memory notes must say (the old → new of a
+change, `graph.memory.replaced`). `expect` is the memory the store must hold after the last turn (and the
+updates left pending, `graph.memory.pending`), and `must_not_store` are strings that must appear nowhere in the
+store.
+
+A case may set the `user`'s own time: their IANA time zone and when they write (`message_time`, a date of
+`graph.eval.dates.resolve_date` counted from the run's today and a wall time in that zone, "today-1 23:30"),
+sent as the run's `timezone` and `message_time`; the case's other dates are then counted from the user's today
+(the date of that moment where they are), not from the run's.
 """
 
 import fnmatch
 import json
-from datetime import date
+from datetime import date, datetime, time
 from importlib import resources
 from pathlib import Path
 from typing import Literal
@@ -31,6 +38,10 @@ CATEGORIES = (
     "no-invention",
     "chinese",
     "long-list",
+    "pending-changes",
+    "time-zones",
+    "what-is-due",
+    "stale",
     "provenance",
 )
 Alternatives = str | list[str]
@@ -77,6 +88,12 @@ class Play(_Strict):
     todos: TodoPlay | None = None
     instructions: str | None = Field(None, description="The complete new instructions text.")
     secret: str | None = Field(None, description="What a model that keeps secrets would store (the flaw).")
+    unusable: bool = Field(
+        False, description="The endpoint's fault the case plays: every extraction of the turn is answered in text."
+    )
+    due: Literal["today", "week"] | None = Field(
+        None, description="The turn asks what is due: today (with what is overdue) or this week; the reply names it."
+    )
 
     @property
     def update_types(self) -> list[str]:
@@ -91,7 +108,9 @@ class Turn(_Strict):
     user: str = Field(min_length=1)
     play: Play
     mention: list[Alternatives] = Field(default_factory=list, description="Facts the reply must contain.")
+    not_mention: list[str] = Field(default_factory=list, description="What the reply must not name (not due).")
     language: Literal["en", "zh"] | None = None
+    confirm: list[Alternatives] = Field(default_factory=list, description="What the turn's memory notes must say.")
 
 
 class ExpectedTodo(_Strict):
@@ -110,6 +129,32 @@ class Expected(_Strict):
     profile: dict[str, Alternatives | list[Alternatives]] = Field(default_factory=dict)
     todos: list[ExpectedTodo] = Field(default_factory=list)
     instructions: list[Alternatives] = Field(default_factory=list, description="What the instructions must contain.")
+    pending: list[str] = Field(
+        default_factory=list, description="The memory kinds whose failed update must be kept as a pending change."
+    )
+
+
+class UserTime(_Strict):
+    """Where the user is and when they write: an IANA zone, and a date spec with a wall time there."""
+
+    timezone: str
+    message_time: str = Field(pattern=r"^.+ \d{2}:\d{2}$", description="'<date spec> HH:MM', e.g. 'today-1 23:30'.")
+
+    @field_validator("timezone")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        from graph.run_context import known_zone
+
+        if not known_zone(value):
+            raise ValueError(f"{value!r} is not a known IANA time zone")
+        return value
+
+    def moment(self, today: date) -> datetime:
+        """When the user writes, for a run whose today is `today`: the date spec's day at the wall time, in the zone."""
+        from zoneinfo import ZoneInfo
+
+        spec, clock = self.message_time.rsplit(" ", 1)
+        return datetime.combine(resolve_date(spec, today), time.fromisoformat(clock), ZoneInfo(self.timezone))
 
 
 class Case(_Strict):
@@ -121,6 +166,7 @@ class Case(_Strict):
     threads: list[list[Turn]] = Field(min_length=1)
     expect: Expected = Field(default_factory=Expected)
     must_not_store: list[str] = Field(default_factory=list)
+    user: UserTime | None = Field(None, description="The user's own zone and message time (default: the run's).")
 
     @field_validator("threads")
     @classmethod
@@ -135,6 +181,11 @@ class Case(_Strict):
         """Every turn of every thread, in order."""
         return [turn for thread in self.threads for turn in thread]
 
+    @property
+    def plays_fault(self) -> bool:
+        """Whether the case plays an endpoint's fault (`Play.unusable`), which only the scripted players can play."""
+        return any(turn.play.unusable for turn in self.turns)
+
     def check_dates(self) -> None:
         """Raise `DateSpecError` for a date in the case that `resolve_date` cannot read."""
         specs = [todo.deadline for todo in self.expect.todos]
@@ -145,6 +196,15 @@ class Case(_Strict):
         for spec in specs:
             if isinstance(spec, str):
                 resolve_date(spec, date(2026, 1, 1))
+        if self.user is not None:
+            self.user.moment(date(2026, 1, 1))
+
+    def user_today(self, today: date, timezone: str) -> tuple[date, str]:
+        """The day the case's dates count from and the zone its deadlines are read in: the user's (`user`), else
+        the run's `today` and `timezone`."""
+        if self.user is None:
+            return today, timezone
+        return self.user.moment(today).date(), self.user.timezone
 
 
 def _first_problem(error: ValidationError) -> str:

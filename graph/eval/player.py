@@ -8,12 +8,13 @@ messages (`PlayerChatModel`, in process) or from an OpenAI request body (`respon
 local OpenAI-compatible endpoint), so the same player drives the graph either way.
 """
 
+import ast
 import json
 import re
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -36,8 +37,12 @@ FLAWS = {
     "wrong-language": "always replies in English",
     "stores-secret": "writes the secret the user mentioned into the memory it updates",
     "invents-source": "asked where a memory came from, makes up a source instead of quoting the one it was given",
+    "ignores-notes": "overlooks the notes the prompt adds below a list (stale ToDos, the done log's counts)",
     "text-tool-calls": "writes its UpdateMemory calls as text, the whole reply <tool_call>…</tool_call> blocks (Hermes, "
     "Qwen), instead of calling the tool",
+    "recreates-updates": "changes a ToDo by removing it and adding a new one with the change made, instead of patching it",
+    "server-clock": "counts relative dates and what is due from the server's date (UTC), not the user's message time "
+    "in their zone",
 }
 PLAYERS = ("oracle", *FLAWS)
 CHAT_MARKER = "helping them keep track of their ToDo list"
@@ -46,6 +51,15 @@ REPLY_FIRST_MARKER = "in the same message as any UpdateMemory calls"
 ENGLISH_REPLY = "Okay, noted."
 # What a player that invents sources says the user told it.
 INVENTED_SOURCE = "You mentioned it when we first talked."
+# What an extraction answered in text says (a turn whose play is `unusable`).
+UNUSABLE_ANSWER = "Sure, I have saved that for you."
+# The user's today as the prompts give it (the chat context and the extraction instructions), and the chat
+# context's week (`prompts.WEEK_LINE`) and ToDo lines (`graph.memory.formats.todo_line`).
+_PROMPT_TODAY = re.compile(r"Current date and time: (\d{4}-\d{2}-\d{2})")
+_WEEK_END = re.compile(r"to Sunday (\d{4}-\d{2}-\d{2})\.")
+_TODO_LINE = re.compile(r"^- (?P<task>[^|\n]+?) \| (?P<due>overdue since|due today|due) (?P<deadline>\S+) \|", re.M)
+# How the lines the chat prompt adds below a list start (`graph.memory.context.turn_notes`): what "ignores-notes" skips.
+NOTE_STARTS = ("Stale ", "Done log (")
 _INSTANCE = re.compile(r'<instance id=(?P<id>\S+) schema_type="(?P<schema>[^"]+)">\n(?P<doc>.*?)\n</instance>', re.S)
 
 
@@ -86,7 +100,7 @@ class PromptView:
         return "\n".join(text for _, text in self.messages[:last_user])
 
     def documents(self, schema: str) -> dict[str, str]:
-        """The documents of `schema` trustcall put into the prompt: id → text."""
+        """The documents of `schema` trustcall put into the prompt: id → text (a Python dict's repr)."""
         text = "\n".join(text for _, text in self.messages)
         return {m["id"]: m["doc"] for m in _INSTANCE.finditer(text) if m["schema"] == schema}
 
@@ -125,6 +139,8 @@ class Player:
             return Move("OK.")
         if UPDATE_TOOL in view.tools or (CHAT_MARKER in view.system and INSTRUCTIONS_MARKER not in view.system):
             return self.chat(turn, view)
+        if turn.play.unusable:
+            return Move(UNUSABLE_ANSWER)
         if "ToDo" in view.tools or view.documents("ToDo"):
             return self.todos(turn.play, view)
         if "Profile" in view.tools or view.documents("Profile"):
@@ -139,7 +155,35 @@ class Player:
         if self.flaw == "invents-source" and asks_for_source(turn.user):
             return f'{text} "{INVENTED_SOURCE}"'
         facts = [found for fact in turn.mention if (found := _found(fact, view.context))]
+        if turn.play.due:
+            return " ".join([text, *self.due_tasks(turn.play.due, view)])
+        context = view.context
+        if self.flaw == "ignores-notes":
+            context = "\n".join(line for line in context.splitlines() if not line.startswith(NOTE_STARTS))
+        facts = [found for fact in turn.mention if (found := _found(fact, context))]
         return " ".join([text, *facts])
+
+    def today_of(self, view: PromptView) -> date:
+        """The day relative dates count from: the user's, as the prompt gives it (the run's when it gives none); the
+        server's date (the run's today) for the server-clock flaw."""
+        if self.flaw == "server-clock":
+            return self.today
+        found = _PROMPT_TODAY.search("\n".join(text for _, text in view.messages))
+        return date.fromisoformat(found[1]) if found else self.today
+
+    def due_tasks(self, window: str, view: PromptView) -> list[str]:
+        """The open ToDos the prompt shows as due today (overdue ones included) or this week: by the prompt's markers
+        and week; for the server-clock flaw, by each deadline's UTC date against the server's date and week."""
+        rows = list(_TODO_LINE.finditer(view.context))
+        if self.flaw == "server-clock":
+            last = self.today if window == "today" else self.today + timedelta(days=6 - self.today.weekday())
+            dates = {row["task"]: datetime.fromisoformat(row["deadline"]).astimezone(timezone.utc).date() for row in rows}
+            return [task for task, day in dates.items() if day <= last]
+        if window == "today":
+            return [row["task"] for row in rows if row["due"] != "due"]
+        week_end = _WEEK_END.search(view.context)
+        last = date.fromisoformat(week_end[1]) if week_end else self.today_of(view)
+        return [row["task"] for row in rows if datetime.fromisoformat(row["deadline"]).date() <= last]
 
     def chat(self, turn: Turn, view: PromptView) -> Move:
         """The chat node: route the turn's updates not made yet (one at a time without parallel calls), else answer."""
@@ -172,17 +216,18 @@ class Player:
             return Move(calls=[_patch(existing[0], operations)])
         return Move(calls=[("Profile", fields)])
 
-    def todo_document(self, todo: TodoFields, play: Play) -> dict[str, Any]:
+    def todo_document(self, todo: TodoFields, play: Play, view: PromptView) -> dict[str, Any]:
         """A new ToDo as the model writes it: dates resolved against today, at least one solution."""
         document = todo.model_dump()
         document["task"] = self._secretive(play, todo.task)
-        document["deadline"] = self.deadline(todo.deadline)
+        document["deadline"] = self.deadline(todo.deadline, view)
         document["solutions"] = todo.solutions or [todo.task]
         return document
 
-    def deadline(self, spec: str | None) -> str | None:
-        """An ISO 8601 deadline (end of the day, UTC) for a case's date, or None."""
-        return f"{resolve_date(spec, self.today).isoformat()}T23:59:00+00:00" if spec else None
+    def deadline(self, spec: str | None, view: PromptView) -> str | None:
+        """A case's date as the model writes it, a date alone (by the end of that day where the user is), counted
+        from the prompt's today (`today_of`); or None."""
+        return resolve_date(spec, self.today_of(view)).isoformat() if spec else None
 
     def todos(self, play: Play, view: PromptView) -> Move:
         """ToDo extraction: add, patch and remove as the turn says, on the documents the prompt shows."""
@@ -192,14 +237,21 @@ class Player:
         documents = view.documents("ToDo")
         calls: list[tuple[str, dict]] = []
         for change in todos.update:
-            values = {name: self.deadline(value) if name == "deadline" else value for name, value in change.set.items()}
+            values = {name: self.deadline(value, view) if name == "deadline" else value for name, value in change.set.items()}
+            if self.flaw == "recreates-updates" and {"RemoveDoc", "ToDo"} <= set(view.tools):
+                calls += [
+                    call
+                    for doc_id in _matching(documents, change.match)
+                    for call in (("RemoveDoc", {"json_doc_id": doc_id}), ("ToDo", {**ast.literal_eval(documents[doc_id]), **values}))
+                ]
+                continue
             operations = [{"op": "replace", "path": f"/{name}", "value": value} for name, value in values.items()]
             calls += [_patch(doc_id, operations) for doc_id in _matching(documents, change.match)]
         if "RemoveDoc" in view.tools and self.flaw != "ignores-deletions":
             calls += [("RemoveDoc", {"json_doc_id": doc_id}) for task in todos.remove for doc_id in _matching(documents, task)]
         if "ToDo" in view.tools:
             copies = 2 if self.flaw == "duplicate-inserts" else 1
-            calls += [("ToDo", self.todo_document(todo, play)) for todo in todos.add for _ in range(copies)]
+            calls += [("ToDo", self.todo_document(todo, play, view)) for todo in todos.add for _ in range(copies)]
         return Move(calls=calls)
 
 

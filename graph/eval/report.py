@@ -57,6 +57,7 @@ class _Counts(_Checked):
     completion_tokens: int
     model_errors: int
     failed_updates: int
+    pending: int = 0  # cards saved before pending changes were counted have none
 
 
 class _Rates(_Checked):
@@ -136,7 +137,7 @@ def _cost(summary: Mapping[str, Any]) -> list[str]:
         seconds(summary["turn_seconds"]["median"]),
         seconds(summary["turn_seconds"]["p90"]),
         percent(rates["answered_first"]),
-        f"{counts['model_errors']} / {counts['failed_updates']}",
+        f"{counts['model_errors']} / {counts['failed_updates']} / {counts.get('pending', 0)}",  # none in an older card
     ]
 
 
@@ -147,7 +148,7 @@ COST_COLUMNS = (
     "turn (median)",
     "turn (p90)",
     "answered first",
-    "model errors / failed updates",
+    "model errors / failed updates / left pending",
 )
 
 

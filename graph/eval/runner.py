@@ -48,18 +48,21 @@ class TurnRecord:
     memory_turn: bool = False
     answered_first: bool = False
     failed_updates: int = 0
+    notes: list[str] = field(default_factory=list)
     error: str | None = None
 
 
 @dataclass
 class CaseRun:
-    """A case as it ran: its turns, the memory the store held afterwards, every stored value as text, and why
-    it stopped early (None when every turn ran)."""
+    """A case as it ran: its turns, the memory the store held afterwards, every stored value as text, the memory
+    kinds of the updates left pending (`graph.memory.pending`), and why it stopped early (None when every turn
+    ran)."""
 
     case: Case
     turns: list[TurnRecord] = field(default_factory=list)
     memory: dict[str, Any] = field(default_factory=dict)
     stored_text: str = ""
+    pending: list[str] = field(default_factory=list)
     stopped: str | None = None
 
 
@@ -140,7 +143,11 @@ def _reply_came_with_calls(reply: AIMessage, routing: AIMessage) -> bool:
 
 
 def finish_record(record: TurnRecord, messages: Sequence[Any]) -> None:
-    """Fill in what the turn's messages show: the reply, whether it routed and answered first, failed updates."""
+    """Fill in what the turn's messages show: the reply, whether it routed and answered first, failed updates, and
+    the notes on its memory changes (`graph.memory.notes`)."""
+    from graph.memory.kinds import DEFAULT_MEMORY_KINDS
+    from graph.memory.notes import change_notes
+
     turn = _turn_messages(messages)
     spoken = [m for m in turn if isinstance(m, AIMessage) and m.text.strip()]
     record.reply = spoken[-1].text if spoken else ""
@@ -148,6 +155,8 @@ def finish_record(record: TurnRecord, messages: Sequence[Any]) -> None:
     record.memory_turn = bool(routing)
     record.answered_first = bool(routing and spoken) and _reply_came_with_calls(spoken[-1], routing[0])
     record.failed_updates = sum(1 for m in turn if isinstance(m, ToolMessage) and m.status == "error")
+    answers = [m for m in turn if isinstance(m, ToolMessage) and isinstance(m.artifact, dict)]
+    record.notes = [note for m in answers for note in change_notes(m.artifact, DEFAULT_MEMORY_KINDS)]
 
 
 def play_turn(compiled: CompiledStateGraph, chat_node: str, config: dict, record: TurnRecord, meter: Meter) -> None:
@@ -191,11 +200,18 @@ def read_memory(compiled: CompiledStateGraph, user_id: str) -> tuple[dict[str, A
 def run_case(
     case: Case, graph_name: str, model: BaseChatModel, budget: Budget, timezone: str = "UTC"
 ) -> CaseRun:
-    """Play every turn of `case` on a fresh graph, then read the memory it left."""
+    """Play every turn of `case` on a fresh graph, then read the memory it left and the updates left pending; a
+    case with the `user`'s own time sends their zone and message time with each run."""
+    from graph.memory.pending import list_pending
+
     run = CaseRun(case)
+    user_time = {}
+    if case.user is not None:  # the user's own zone and the time they write, as a client sends them
+        user_time = {"timezone": case.user.timezone, "message_time": case.user.moment(today_in(timezone)).isoformat()}
     with open_target(graph_name, model) as compiled:
         for index, thread in enumerate(case.threads):
-            config = {"configurable": {"thread_id": str(uuid.uuid4()), "user_id": EVAL_USER, "timezone": timezone}}
+            configurable = {"thread_id": str(uuid.uuid4()), "user_id": EVAL_USER, "timezone": timezone, **user_time}
+            config = {"configurable": configurable}
             for turn in thread:
                 if reason := budget.spent():
                     run.stopped = reason
@@ -206,6 +222,7 @@ def run_case(
             if run.stopped:
                 break
         run.memory, run.stored_text = read_memory(compiled, EVAL_USER)
+        run.pending = [pending.kind for pending in list_pending(compiled.store, EVAL_USER)]
     return run
 
 

@@ -8,7 +8,9 @@ Every check is counted, so scores add up across cases and categories:
   no memory has one fact: that nothing was stored.
   recall = correct ÷ facts, precision = correct ÷ (correct + wrong + spurious + duplicates).
 - recall answers: each fact a reply must mention; secrets: each string that must not be stored, kept out;
-  language: each reply that must be in a language, and is.
+  language: each reply that must be in a language, and is; confirmations: each thing a turn's memory notes must
+  say (what a change replaced: "location Boston → Denver"), said; pending kept: each memory whose failed update
+  must be kept as a pending change, kept. `pending` counts every update a run left pending, expected or not.
 - score = checks passed ÷ (checks + wrong + spurious + duplicates): 1.0 only when everything is right and
   nothing unwanted was stored.
 """
@@ -55,6 +57,11 @@ class Counts:
     completion_tokens: int = 0
     model_errors: int = 0
     failed_updates: int = 0
+    confirmations: int = 0
+    confirmed: int = 0
+    pending_expected: int = 0
+    pending_kept: int = 0
+    pending: int = 0
 
     def __add__(self, other: "Counts") -> "Counts":
         return Counts(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
@@ -67,8 +74,8 @@ def _ratio(part: int, whole: int) -> float | None:
 def rates(counts: Counts) -> dict[str, float | None]:
     """The scorecard's ratios of some counts (None where nothing was checked)."""
     unwanted = counts.wrong + counts.spurious + counts.duplicates
-    passed = counts.correct + counts.mentioned + counts.secrets_kept + counts.right_language
-    checks = counts.facts + counts.mentions + counts.secrets + counts.languages
+    passed = counts.correct + counts.mentioned + counts.secrets_kept + counts.right_language + counts.confirmed + counts.pending_kept
+    checks = counts.facts + counts.mentions + counts.secrets + counts.languages + counts.confirmations + counts.pending_expected
     return {
         "score": _ratio(passed, checks + unwanted),
         "memory_recall": _ratio(counts.correct, counts.facts),
@@ -76,6 +83,8 @@ def rates(counts: Counts) -> dict[str, float | None]:
         "recall_answers": _ratio(counts.mentioned, counts.mentions),
         "secrets_kept": _ratio(counts.secrets_kept, counts.secrets),
         "language": _ratio(counts.right_language, counts.languages),
+        "confirmations": _ratio(counts.confirmed, counts.confirmations),
+        "pending_kept": _ratio(counts.pending_kept, counts.pending_expected),
         "answered_first": _ratio(counts.answered_first, counts.memory_turns),
         "calls_per_turn": _ratio(counts.model_calls, counts.turns),
     }
@@ -184,9 +193,11 @@ class CaseScore:
 
 
 def score_case(run: CaseRun, today: date, timezone: str = "UTC") -> CaseScore:
-    """Score one case run."""
+    """Score one case run: its dates counted from the user's today in the user's zone when the case sets the user's
+    time, and each thing a reply must not name (`not_mention`) a check like one it must."""
     case: Case = run.case
     memory = run.memory
+    today, timezone = case.user_today(today, timezone)
     counts = (
         score_profile(case.expect.profile, memory.get("profile"))
         + score_todos(case.expect.todos, memory.get("todos") or [], today, timezone)
@@ -207,12 +218,21 @@ def score_case(run: CaseRun, today: date, timezone: str = "UTC") -> CaseScore:
         missing = [fact for fact in turn.mention if not _has(record.reply, fact)]
         counts.mentioned += len(turn.mention) - len(missing)
         score.problems += [f"the reply to {turn.user!r} does not mention {fact!r}" for fact in missing]
+        counts.mentions += len(turn.not_mention)
+        named = [fact for fact in turn.not_mention if _has(record.reply, fact)]
+        counts.mentioned += len(turn.not_mention) - len(named)
+        score.problems += [f"the reply to {turn.user!r} names {fact!r}, which is not due" for fact in named]
         if turn.language:
             counts.languages += 1
             right = reply_language(record.reply) == turn.language
             counts.right_language += right
             if not right:
                 score.problems.append(f"the reply to {turn.user!r} is not in {turn.language!r}")
+        counts.confirmations += len(turn.confirm)
+        notes = "\n".join(record.notes)
+        unsaid = [fact for fact in turn.confirm if not _has(notes, fact)]
+        counts.confirmed += len(turn.confirm) - len(unsaid)
+        score.problems += [f"the notes on {turn.user!r} do not say {fact!r}" for fact in unsaid]
         counts.turns += 1
         counts.memory_turns += record.memory_turn
         counts.answered_first += record.answered_first
@@ -226,6 +246,15 @@ def score_case(run: CaseRun, today: date, timezone: str = "UTC") -> CaseScore:
             score.first_token_seconds.append(record.first_token_seconds)
         if record.error:
             score.problems.append(f"the turn {turn.user!r} failed: {record.error}")
+    counts.pending = len(run.pending)
+    left = list(run.pending)
+    for kind in case.expect.pending:
+        counts.pending_expected += 1
+        if kind in left:
+            left.remove(kind)
+            counts.pending_kept += 1
+        else:
+            score.problems.append(f"the failed {kind} update was not kept as a pending change")
     for label, number in (("wrong", counts.wrong), ("spurious", counts.spurious), ("duplicate", counts.duplicates)):
         if number:
             score.problems.append(f"{number} {label} stored value(s)")

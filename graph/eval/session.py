@@ -82,6 +82,14 @@ def run_eval(
         today = today_in(timezone)
     except (ZoneInfoNotFoundError, ValueError):
         raise EvalSetupError(f"--timezone {timezone!r} is not a known IANA time zone, such as Europe/Berlin.") from None
+    if player is None and (faulted := [case.id for case in cases if case.plays_fault]):
+        cases = [case for case in cases if not case.plays_fault]
+        console.print(
+            f"Left out {len(faulted)} case(s) that play an endpoint's fault, which only --player can play: {', '.join(faulted)}.",
+            markup=False,
+        )
+        if not cases:
+            raise EvalSetupError("Every case chosen plays an endpoint's fault, which only --player can play: choose others.")
     if player is None:
         endpoint = choose_endpoint(model, base_url)
         console.print(f"Checking {endpoint.model} at {endpoint.where} with one tiny tool call…", markup=False)

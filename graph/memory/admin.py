@@ -13,11 +13,13 @@ from pydantic import ValidationError
 
 from graph.memory.change_log import change_log
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, document_problem, validation_problem
+from graph.memory.done_log import log_namespace, logged_kinds, move_finished, recount, valid_entry
 from graph.memory.export_file import InvalidExportError, shape_problem, shown
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS, MemoryKind, UnknownKindError, kind_named, undeclared_kind
 from graph.memory.provenance import past_fact_problem, past_facts
 from graph.memory.redaction import redact, redact_text
 from graph.memory.store import (
+    DONE_LOG,
     HISTORY,
     INTERNAL_NAMESPACES,
     PAGE_SIZE,
@@ -46,16 +48,23 @@ def export_memories(store: BaseStore, user_id: str, kinds: Sequence[MemoryKind] 
     """Every stored document of the user and their change history: for each section, store key → value, keys
     sorted. A section for each of `kinds` (the graph's; default: the default kinds), then one for
     each memory namespace `(name, user)` of a kind not declared, as it is stored (`undeclared_sections` names
-    them), then the history. The agent's own bookkeeping (`INTERNAL_NAMESPACES`) is not the user's memory, and is
-    left out; the past facts (`graph.memory.provenance`), when there are any, come last, in a section of their own."""
+    them), then the history, then (when the user has one) the done logs, `"done_log": {kind: {key: entry}}`
+    (`graph.memory.done_log`; their counts are not exported: an import counts again), then (when there are any) the
+    past facts (`graph.memory.provenance`). The agent's own bookkeeping (`INTERNAL_NAMESPACES`) is not the user's
+    memory, and is left out."""
     stored: dict[str, dict[str, Any]] = {}
+    logs: dict[str, dict[str, Any]] = {}
     for item in user_items(store, user_id):
-        if len(item.namespace) == 2 and item.namespace[0] not in INTERNAL_NAMESPACES:
+        if len(item.namespace) == 2 and item.namespace[0] not in (*INTERNAL_NAMESPACES, DONE_LOG):
             stored.setdefault(item.namespace[0], {})[item.key] = item.value
+        elif len(item.namespace) == 3 and item.namespace[0] == DONE_LOG:
+            logs.setdefault(item.namespace[2], {})[item.key] = item.value
     names = [*(kind.name for kind in kinds), *sorted(set(stored) - {*sections(kinds)}), HISTORY]
     exported: dict[str, Any] = {"format": EXPORT_FORMAT}
     for name in names:
         exported[name] = dict(sorted(stored.get(name, {}).items()))
+    if logs:
+        exported[DONE_LOG] = {name: dict(sorted(entries.items())) for name, entries in sorted(logs.items())}
     if past := {item.key: item.value for item in past_facts(store, user_id)}:
         exported[PAST] = dict(sorted(past.items()))
     return exported
@@ -63,7 +72,7 @@ def export_memories(store: BaseStore, user_id: str, kinds: Sequence[MemoryKind] 
 
 def undeclared_sections(data: Mapping[str, Any], kinds: Sequence[MemoryKind]) -> list[str]:
     """The sections of an export that hold memories of kinds not among `kinds` (they travel as stored)."""
-    return [name for name in data if name not in {"format", PAST, *sections(kinds)}]
+    return [name for name in data if name not in {"format", DONE_LOG, PAST, *sections(kinds)}]
 
 
 def _key_problem(key: Any) -> str | None:
@@ -166,6 +175,36 @@ def _checked_export(data: Any, kinds: Sequence[MemoryKind]) -> dict[str, dict[st
     return checked
 
 
+def _checked_done_log(data: Mapping[str, Any], kinds: Sequence[MemoryKind]) -> dict[str, dict[str, Any]]:
+    """An export's done logs (kind name → log key → entry), keys and values redacted, once every entry is checked: a
+    done document of a declared kind that keeps a done log, with an aware completion time not in the future; else
+    `InvalidExportError`."""
+    logs = data.get(DONE_LOG, {})
+    if not isinstance(logs, Mapping):
+        raise InvalidExportError(f'"{DONE_LOG}" must map memory kinds to their logs')
+    now = datetime.now(timezone.utc)
+    checked: dict[str, dict[str, Any]] = {}
+    for name, entries in logs.items():
+        kind = next((kind for kind in logged_kinds(kinds) if kind.name == name), None)
+        if kind is None:
+            raise InvalidExportError(f'the done log of "{shown(name)}" cannot be imported: no declared memory kind of that name keeps one')
+        if not isinstance(entries, Mapping):
+            raise InvalidExportError(f'"{DONE_LOG}" "{shown(name)}" must map keys to entries')
+        redacted: dict[str, Any] = {}
+        for key, value in entries.items():
+            problem = _key_problem(key) or document_problem(kind, key, value)
+            finished = valid_entry(kind, value) if problem is None else None
+            if problem is None and finished is None:
+                problem = f"a done-log entry is a {kind.label} with status {kind.done_status!r} and its {kind.completed_field}"
+            elif finished is not None and finished > now + CLOCK_ALLOWANCE:
+                problem = f"its {kind.completed_field} is in the future"
+            if problem:
+                raise InvalidExportError(f'"{DONE_LOG}" "{shown(name)}" item "{shown(key)}" is invalid: {problem}')
+            redacted[redact_text(key)[0]] = redact(value)[0]
+        checked[name] = redacted
+    return checked
+
+
 def import_memories(
     store: BaseStore, user_id: str, data: Any, kinds: Sequence[MemoryKind] = DEFAULT_MEMORY_KINDS
 ) -> dict[str, int]:
@@ -185,11 +224,15 @@ def import_memories(
     raises `InvalidExportError` with one sentence, and nothing is written. Secrets are redacted from keys and
     values. The export's history is written as it is; then each memory's documents go the way every change
     does (`graph.memory.changes.commit_changes`): a document the import creates or replaces gets a history
-    entry, so it can be undone, and done ToDos get their expiry (counted from the import). Documents already
+    entry, so it can be undone, and archived ToDos get their expiry (counted from the import); a done ToDo keeps the
+    `completed_at` the export gives it (one without stays without, and counts from the import). The done logs
+    (`"done_log"`) are checked entry by entry too (a done document of a declared kind that keeps a log, with its
+    completion time, not in the future), written as they are, and counted again. Documents already
     stored as they are in the export are left alone. Each write is one transaction in this project's stores,
     whatever its size; an import cut short can be run again.
     """
     checked = _checked_export(data, kinds)
+    logs = _checked_done_log(data, kinds)
     if checked[HISTORY]:
         store.batch([PutOp(namespace(HISTORY, user_id), key, entry, index=False) for key, entry in checked[HISTORY].items()])
     if checked[PAST]:
@@ -204,8 +247,16 @@ def import_memories(
             if stored.get(key) != value
         ]
         if changes:
-            commit_changes(store, user_id, kind, changes, context)
-    return {name: len(section) for name, section in checked.items() if name != PAST or section}
+            commit_changes(store, user_id, kind, changes, context, trusted_completion=True)
+    for name, entries in logs.items():
+        kind = kind_named(kinds, name)
+        store.batch([PutOp(log_namespace(kind, user_id), key, entry, index=False) for key, entry in entries.items()])
+        recount(store, user_id, kind)
+    move_finished(store, user_id, kinds, force=True)  # done documents finished long ago move now
+    counts = {name: len(section) for name, section in checked.items() if name != PAST or section}
+    if logs:
+        counts[DONE_LOG] = sum(len(entries) for entries in logs.values())
+    return counts
 
 
 def user_items(store: BaseStore, user_id: str) -> list[Item]:

@@ -3,8 +3,9 @@
 A history entry (`schemas.HistoryEntry`) holds the time, thread, memory kind, store key, action, the
 document before and after, and the user's message that caused it (secrets redacted). Undoing a change writes
 the document's earlier state back and records that as a change of its own, so an undo can be undone too.
-A document whose status its kind declares expiring (the ToDos' done and archived ones) is written with a TTL
-(MAISTRO_DONE_TODO_TTL_DAYS, `graph.memory.document_puts`); any other never expires.
+A document whose status its kind declares expiring (the ToDos' archived ones) is written with a TTL
+(MAISTRO_DONE_TODO_TTL_DAYS, `graph.memory.document_puts`); any other never expires. A document marked done gets
+its completion time (`graph.memory.completion`), and loses it when reopened.
 A change and its history entry are one store batch, which this project's stores commit as one transaction
 (`graph.backends.atomic`); undo writes nothing that does not fit the memory's schema.
 
@@ -26,8 +27,10 @@ from typing import Any, Literal
 from langgraph.store.base import BaseStore, GetOp, PutOp
 from pydantic import ValidationError
 
+from graph.memory.completion import stamped
 from graph.memory.conditions import ConflictError, Unchanged
 from graph.memory.document_puts import document_put
+from graph.memory.done_log import logged_entry
 from graph.memory.entries import UnknownChangeError, readable_entry
 from graph.memory.history import find_change, latest_change, newest_history
 from graph.memory.index_outage import write_saving_unindexed
@@ -48,8 +51,12 @@ from schemas import HistoryEntry
 ENTRY_NAMESPACE = uuid.UUID("0b8f6f5e-6a53-4b8e-9d0c-7c1e9a3d2f41")
 # How many history entries of one seed `committed_changes` asks for in one batch.
 ENTRIES_PER_LOOKUP = 32
-# Characters no stored string may hold: NUL (PostgreSQL cannot store it) and lone surrogates (not UTF-8).
-_UNSTORABLE_IN_TEXT = re.compile("[\x00\ud800-\udfff]")
+# Characters no stored string may hold, as a document's JSON (not ASCII-escaped) shows them: NUL (PostgreSQL cannot
+# store it), which JSON writes as the escape \u0000 (one not itself after an escaped backslash), and lone surrogates
+# (not UTF-8), which Python's JSON writes as they are. Searched in the text the schema check parses anyway (the
+# escape's pattern only where the text holds one: it is slow to try at every character).
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 
 def _filled(value: Any) -> Any:
@@ -97,9 +104,10 @@ class MemoryChange:
 
 @dataclass(frozen=True)
 class ChangeContext:
-    """Where changes come from: the thread, the user's message (redacted), a seed that makes entry ids replay-stable,
-    and for the changes' sources (`graph.memory.provenance`) the message's id, when it was said (ISO 8601; "": when
-    the change is written) and the model that proposed them ("" for none)."""
+    """Where changes come from: the thread, the user's message (redacted), a seed that makes entry ids replay-stable;
+    for the changes' sources (`graph.memory.provenance`) the message's id, when it was said (ISO 8601; "": when the
+    change is written) and the model that proposed them ("" for none); `settles`, for the retry of a pending change
+    (`graph.memory.pending.settle_op`), is the condition and the delete that remove it in the batch that saves."""
 
     thread_id: str
     message: str
@@ -107,6 +115,7 @@ class ChangeContext:
     message_id: str = ""
     said_at: str = ""
     model: str = ""
+    settles: tuple[Unchanged, PutOp] | None = None
 
 
 class IrreversibleChangeError(ValueError):
@@ -125,16 +134,6 @@ def validation_problem(error: ValidationError) -> str:
     return f"{where}: {detail['msg']}" if where else detail["msg"]
 
 
-def _has_unstorable_text(value: Any) -> bool:
-    if isinstance(value, str):
-        return _UNSTORABLE_IN_TEXT.search(value) is not None
-    if isinstance(value, dict):
-        return any(_has_unstorable_text(key) or _has_unstorable_text(item) for key, item in value.items())
-    if isinstance(value, list):
-        return any(_has_unstorable_text(item) for item in value)
-    return False
-
-
 def document_problem(kind: MemoryKind, key: str, document: Any) -> str | None:
     """Why `document` may not be stored as the user's `kind` memory under `key`, in a few words; None if it may.
 
@@ -145,10 +144,10 @@ def document_problem(kind: MemoryKind, key: str, document: Any) -> str | None:
     if not kind.collection and key != kind.key:
         return f'the {kind.label} is kept under the key "{kind.key}" only'
     try:
-        text = json.dumps(document, allow_nan=False)
+        text = json.dumps(document, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError):
         return "it is not JSON"
-    if _has_unstorable_text(document):
+    if _LONE_SURROGATE.search(text) or ("\\u0000" in text and _NUL_ESCAPE.search(text)):
         return "it contains a NUL character or a lone surrogate"
     try:
         kind.stored_schema.model_validate_json(text)
@@ -247,6 +246,9 @@ def record_changes(
         *(Unchanged(record.namespace, record.key, None) for record in records),
     ]
     puts = [*(document_put(kind, ns, change.key, change.after) for change in changes), *records, *sourcing, *also]
+    if context.settles:
+        conditions.append(context.settles[0])
+        puts.append(context.settles[1])
     write_saving_unindexed(store, conditions, puts, kind)
     return [record.value for record in records]
 
@@ -282,16 +284,28 @@ def redact_changes(changes: Sequence[MemoryChange]) -> tuple[list[MemoryChange],
 
 
 def commit_changes(
-    store: BaseStore, user_id: str, kind: MemoryKind, changes: Sequence[MemoryChange], context: ChangeContext
+    store: BaseStore,
+    user_id: str,
+    kind: MemoryKind,
+    changes: Sequence[MemoryChange],
+    context: ChangeContext,
+    *,
+    trusted_completion: bool = False,
 ) -> tuple[list[MemoryChange], set[str]]:
-    """Redact secrets, then write the changes with their history (see `record_changes`).
+    """Stamp completion times (`graph.memory.completion.stamped`; `trusted_completion`: an import's are kept), redact
+    secrets, then write the changes with their history (see `record_changes`).
 
     Returns the changes as saved and the kinds of secret left out. Raises `ConflictError`, writing nothing,
     when a document is no longer what the change started from (another writer changed it since it was read)
     or the changes were already committed under the context's seed.
     """
+    stamp_time = datetime.now(timezone.utc)
+    changes = [
+        replace(change, after=stamped(kind, change.before, change.after, stamp_time, trusted=trusted_completion))
+        for change in changes
+    ]
     saved, secrets = redact_changes(changes)
-    if saved:
+    if saved or context.settles:  # a retry that finds nothing left to change still settles its pending change
         record_changes(store, user_id, kind, saved, context)
     return saved, secrets
 
@@ -364,6 +378,11 @@ def _undo_once(store: BaseStore, user_id: str, change_id: str | None, kinds: Seq
             f"change {target['id'][:8]} cannot be undone: the {target['kind']} it would restore is invalid ({problem})"
         )
     current = store.get(namespace(kind, user_id), target["key"])
+    if current is None and (logged := logged_entry(store, user_id, kind, target["key"], target["after"])) is not None:
+        raise IrreversibleChangeError(
+            f"change {target['id'][:8]} cannot be undone: the {kind.label} it finished has moved to the done log since "
+            f"(finished {logged}; `maistro done` lists it)"
+        )
     action = "deleted" if restored is None else "created" if current is None else "updated"
     revert = MemoryChange(action, target["key"], current.value if current else None, restored)
     context = ChangeContext(thread_id="", message=f"undo {target['id']}", seed=f"undo/{target['id']}/{latest['id']}")

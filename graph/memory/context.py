@@ -13,7 +13,7 @@ resumed run, another process) reads afresh. What a graph keeps of its reads is i
 """
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -21,6 +21,7 @@ from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
 from langgraph.store.base import BaseStore
 
 from graph.memory.change_log import change_log
+from graph.memory.done_log import log_line, move_finished, read_counts
 from graph.memory.kinds import MemoryKind, UnknownKindError, kind_named
 from graph.memory.list_reads import ListReader, head_candidates, updated_list
 from graph.memory.rendering import render_collection, render_documents
@@ -36,7 +37,9 @@ from graph.memory.selection import (
     recent_user_text,
     semantic_hits,
 )
+from graph.memory.stale import raise_stale
 from graph.memory.store import read_kind
+from graph.memory.user_time import profile_zone
 from graph.recent import Recent
 from graph.run_context import RunContext
 
@@ -55,20 +58,27 @@ class TurnRead:
 @dataclass(frozen=True)
 class TurnMemories:
     """The memories a turn works with: two selections of each collection (for the chat prompt and for an update),
-    and every other kind's documents, by kind name; `now` is the time the turn read them, in the user's zone."""
+    and every other kind's documents, by kind name; `now` is the time of the user's message, in the user's zone,
+    and `zone` the time zone the user's profile holds ("" for none)."""
 
     store: BaseStore
     documents: Mapping[str, list[dict[str, Any]]]
     prompt: Mapping[str, Selection]
     update: Mapping[str, Selection]
     now: datetime | None = None
+    zone: str = ""
+    notes: Mapping[str, str] = field(default_factory=dict)
 
     def shown(self, kind: MemoryKind) -> str:
         """The kind's memories as the chat prompt shows them: a collection's documents chosen for the turn, else
-        its documents (`graph.memory.rendering`), what is due said against the turn's `now`."""
+        its documents (`graph.memory.rendering`), what is due said against the turn's `now`; then the turn's
+        notes on the kind (its done log's counts, stale documents raised once: `turn_notes`)."""
         if kind.collection:
-            return render_collection(kind, self.prompt[kind.name], self.now)
-        return render_documents(kind, self.documents[kind.name], self.now)
+            shown = render_collection(kind, self.prompt[kind.name], self.now)
+        else:
+            shown = render_documents(kind, self.documents[kind.name], self.now)
+        note = self.notes.get(kind.name)
+        return "\n".join(part for part in (shown, note) if part) if note else shown
 
     def shown_documents(self, kinds: Sequence[MemoryKind]) -> dict[str, list[tuple[str, dict[str, Any]]]]:
         """The (key, document) pairs the chat prompt shows of each kind, by kind name: a collection's chosen ones, a
@@ -184,7 +194,11 @@ def read_turn_memories(
         hits = semantic_hits(store, user_id, query, widest.semantic, candidates.kind) if many else []
         prompt[name] = choose(candidates, prompt_limit, hits)
         update[name] = choose(candidates, update_limit, hits)
-    return TurnMemories(store=store, documents=read.documents, prompt=prompt, update=update, now=settings.now())
+    zone = profile_zone(read.documents)
+    return TurnMemories(
+        store=store, documents=read.documents, prompt=prompt, update=update, now=settings.now(zone), zone=zone
+    )
+
 
 
 def select_collection(
@@ -222,9 +236,34 @@ def start_turn(
     kinds: Sequence[MemoryKind],
     reads: MemoryReads,
 ) -> TurnMemories:
-    """Read the memories of `kinds` afresh at the start of a turn and keep them in `reads` for the rest of it."""
-    reads.turns.pop(_turn_key(store, settings, messages, thread_id, kinds))
-    return turn_memories(store, settings, messages, thread_id, kinds, reads)
+    """Move what was finished long ago into the done log (`graph.memory.done_log.move_finished`), then read the
+    memories of `kinds` afresh, with the turn's notes (`turn_notes`), and keep them in `reads` for the rest of the
+    turn."""
+    key = _turn_key(store, settings, messages, thread_id, kinds)
+    reads.turns.pop(key)
+    now = settings.now()
+    move_finished(store, settings.resolved_user_id, kinds, now)
+    memories = read_turn_memories(store, settings, messages, kinds, reads)
+    memories = replace(memories, notes=turn_notes(store, settings.resolved_user_id, kinds, memories, now))
+    reads.turns.put(key, memories)
+    return memories
+
+
+def turn_notes(
+    store: BaseStore, user_id: str, kinds: Sequence[MemoryKind], memories: TurnMemories, now: datetime
+) -> dict[str, str]:
+    """What the chat prompt says of each collection besides its documents, by kind name: its done log's counts by
+    month (`graph.memory.done_log.log_line`), and its stale documents, raised once (`graph.memory.stale`)."""
+    notes = {}
+    for kind in kinds:
+        if not kind.collection:
+            continue
+        lines = [raise_stale(store, user_id, kind, memories.prompt[kind.name].items, now)] if kind.deadline_field else []
+        if kind.done_status:
+            lines.append(log_line(kind, read_counts(store, user_id, kind)[0], now))
+        if text := "\n".join(line for line in lines if line):
+            notes[kind.name] = text
+    return notes
 
 
 def _turn_key(

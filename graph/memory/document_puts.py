@@ -4,8 +4,8 @@ expires it.
 Every write of a document builds its store operation here (`document_put`): a change and its undo
 (`graph.memory.changes`), and the index's second write of a document saved while the index was down
 (`graph.memory.index_outage`), so that the index fields and the expiry always come from the kind, never from
-anything stored. A document whose status is one of its kind's `expiring_statuses` (the ToDos' "done" and
-"archived") expires after MAISTRO_DONE_TODO_TTL_DAYS; any other never does.
+anything stored. A document whose status is one of its kind's `expiring_statuses` (the ToDos'
+"archived"; done ones move to the done log instead, `graph.memory.done_log`) expires after MAISTRO_DONE_TODO_TTL_DAYS; any other never does.
 """
 
 from typing import Any

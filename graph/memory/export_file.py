@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from graph.memory.redaction import redact_text
+from graph.memory.store import DONE_LOG
 from graph.settings import current_settings
 
 # Deeper than any export the project writes: a document the API server accepts nests at most 64 levels
@@ -110,7 +111,10 @@ def shape_problem(data: Mapping[str, Any]) -> str | None:
     as `graph.server.limits` counts); and it holds only JSON: text keys, finite numbers. Read without recursion.
     """
     limit = current_settings().import_max_items
-    items = sum(len(section) for section in data.values() if isinstance(section, Mapping))
+    items = sum(len(section) for name, section in data.items() if isinstance(section, Mapping) and name != DONE_LOG)
+    logs = data.get(DONE_LOG)
+    if isinstance(logs, Mapping):  # kind → its log: each log's entries are items
+        items += sum(len(log) if isinstance(log, Mapping) else 1 for log in logs.values())
     if items > limit:
         return f"it holds {items:,} items; an import takes at most {limit:,} (MAISTRO_IMPORT_MAX_ITEMS)"
     pending: list[tuple[Any, int, tuple[Any, ...]]] = [(data, 0, ())]

@@ -41,9 +41,9 @@ from prompts import (
 )
 from schemas import Instructions, Profile, ToDo
 
-# Namespaces the memory code keeps for itself: no kind may take them (graph.memory.store's HISTORY and
-# INTERNAL_NAMESPACES, named here too because that module may not import this one back).
-RESERVED_NAMES = ("history", "unindexed", "memory_sources", "past_facts")
+# Namespaces the memory code keeps for itself: no kind may take them (graph.memory.store's HISTORY,
+# INTERNAL_NAMESPACES and DONE_LOG, named here too because that module may not import this one back).
+RESERVED_NAMES = ("history", "unindexed", "pending", "memory_sources", "past_facts", "done_log")
 # Names the graph uses itself, which no update node may take: the chat node, LangGraph's start and end, and the
 # state's keys (graph/state.py).
 GRAPH_NAMES = (AGENT_NAME, START, END, "messages", "summary", "remaining_steps", "resumed_calls")
@@ -114,8 +114,11 @@ class MemoryKind:
     values (the ToDos' "not started" and "in progress"): closed ones are shown only when named, and counted
     apart; `deadline_field` names a date-time field whose soonest open documents are shown first. Without a
     status field every document counts as open. `expiring_statuses` are the status values with which a document
-    expires: it is written with a TTL of MAISTRO_DONE_TODO_TTL_DAYS (the ToDos' "done" and "archived"); any other
-    document never expires. The chat prompt shows a collection's chosen documents within `prompt_tokens` tokens
+    expires: it is written with a TTL of MAISTRO_DONE_TODO_TTL_DAYS (the ToDos' "archived"); any other
+    document never expires. `done_status` is the status value that marks a document finished and `completed_field`
+    the aware date-time field that records when (the ToDos' "done" and `completed_at`): every write stamps it
+    (`graph.memory.completion`), and a document finished longer ago than MAISTRO_DONE_LOG_AFTER_DAYS moves into
+    the user's done log (`graph.memory.done_log`). The chat prompt shows a collection's chosen documents within `prompt_tokens` tokens
     (default COLLECTION_TOKENS; None: every one the selection chose, as the ToDos) and counts those it leaves
     out, closed ones as `closed_name` ("done or archived" for the ToDos; default "closed").
 
@@ -162,6 +165,8 @@ class MemoryKind:
     suggested_fields: tuple[str, ...] = ()
     render: Callable[[Sequence[Mapping[str, Any]]], str] | None = None
     expiring_statuses: tuple[str, ...] = ()
+    done_status: str = ""
+    completed_field: str = ""
     prompt_tokens: int | None = COLLECTION_TOKENS
     closed_name: str = "closed"
     context_kinds: tuple[str, ...] = ()
@@ -230,6 +235,12 @@ class MemoryKind:
             raise ValueError(f"{where} needs status_field and open_statuses together: the field and its open values.")
         if set(self.expiring_statuses) & set(self.open_statuses) or (self.expiring_statuses and not self.status_field):
             raise ValueError(f"{where} has expiring_statuses, which must be status values that are not open ones.")
+        if bool(self.done_status) != bool(self.completed_field) or (
+            self.done_status and (self.done_status in self.open_statuses or not self.status_field)
+        ):
+            raise ValueError(f"{where} needs done_status and completed_field together, with a status_field whose done_status is not open.")
+        if self.completed_field and self.completed_field not in fields:
+            raise ValueError(f"{where} has completed_field {self.completed_field!r}, which is not a field of {schema_name}.")
         if self.prompt_tokens is not None and (not isinstance(self.prompt_tokens, int) or self.prompt_tokens < 1):
             raise ValueError(f"{where} has prompt_tokens {self.prompt_tokens!r}; it must be a positive number or None.")
         for column in self.columns:
@@ -338,7 +349,9 @@ TODO = MemoryKind(
     examples=("I need to book swim lessons for my son.", "I already paid the phone bill."),
     suggested_fields=("solutions",),
     render=todo_lines,
-    expiring_statuses=("done", "archived"),
+    expiring_statuses=("archived",),
+    done_status="done",
+    completed_field="completed_at",
     prompt_tokens=None,
     closed_name="done or archived",
     context_kinds=("instructions",),

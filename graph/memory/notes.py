@@ -1,6 +1,8 @@
 """Notes on memory changes, for people: e.g. "ToDo added: Book swim lessons" (the CLI prints them with ✎,
 and the update nodes send them to API clients as custom stream events).
 
+A note on an updated document names the fields it changed, and what a field held before when the change
+replaced it (`graph.memory.replaced`): "ToDo updated: Pay rent (deadline 2026-12-01 → 2026-12-05)".
 A note is one line, except for a free-text kind (the instructions), whose note shows its change in full: a line
 for each sentence removed ("- …") and added ("+ …"), and for a change held until the user confirms it, how
 to confirm it.
@@ -12,6 +14,7 @@ from typing import Any
 from graph.memory.changes import MemoryChange
 from graph.memory.kinds import MemoryKind, UnknownKindError, kind_named
 from graph.memory.rendering import capitalized
+from graph.memory.replaced import ARROW, field_texts
 from graph.memory.text_diff import document_diff
 
 __all__ = ["change_notes"]
@@ -31,7 +34,17 @@ def _document_note(kind: MemoryKind, change: MemoryChange) -> str:
     status = kind.status_field
     if status and status in change.changed_fields() and (change.after or {}).get(status) == "done":
         return f"{label} done: {summary}"
-    return f"{label} updated: {summary} ({', '.join(change.changed_fields())})"
+    return f"{label} updated: {summary} ({_fields_text(_changed(change))})"
+
+
+def _changed(change: MemoryChange) -> list[str]:
+    """How a note names each field `change` changed (`graph.memory.replaced.field_texts`)."""
+    return field_texts(change.action, change.before, change.after)
+
+
+def _fields_text(texts: Sequence[str]) -> str:
+    """The changed fields in a note's parentheses: joined with "; " once a value is shown (values hold commas)."""
+    return ("; " if any(ARROW in text for text in texts) else ", ").join(texts)
 
 
 def change_notes(artifact: Mapping[str, Any] | None, kinds: Sequence[MemoryKind]) -> list[str]:
@@ -58,8 +71,8 @@ def _change_notes(artifact: Mapping[str, Any], kinds: Sequence[MemoryKind]) -> l
         return []
     if kind.text:
         return [_with_diff(f"{capitalized(kind.title)} updated", changes)]
-    fields = dict.fromkeys(name for change in changes for name in change.changed_fields())
-    return [f"{capitalized(kind.title)} updated ({', '.join(fields)})"] if fields else []
+    fields = list(dict.fromkeys(text for change in changes for text in _changed(change) or change.changed_fields()))
+    return [f"{capitalized(kind.title)} updated ({_fields_text(fields)})"] if fields else []
 
 
 def _with_diff(first_line: str, changes: Sequence[MemoryChange], *last_lines: str) -> str:
@@ -69,13 +82,17 @@ def _with_diff(first_line: str, changes: Sequence[MemoryChange], *last_lines: st
     return f"{first_line}:\n" + "\n".join(INDENT + line for line in lines) if lines else first_line
 
 
+def _kept(artifact: Mapping[str, Any]) -> str:
+    """What a failed update's note adds when the update was kept as a pending change (`graph.memory.pending`)."""
+    pending = artifact.get("pending")
+    return f" (kept as pending change {pending[:8]}, to retry or drop)" if pending else ""
+
+
 def _refusal_note(kind: MemoryKind, artifact: Mapping[str, Any]) -> str:
     """The note on an update that saved nothing: why, when the update said (with a held change in full, and how to
-    confirm it); else that it failed."""
-    problem = artifact.get("problem")
-    if not problem:
-        return f"{capitalized(kind.title)} not updated: the update failed"
-    first_line = f"{capitalized(kind.title)} not updated: {problem}"
+    confirm it); else that it failed; and the pending change it was kept as."""
+    problem = artifact.get("problem") or "the update failed"
+    first_line = f"{capitalized(kind.title)} not updated: {problem}{_kept(artifact)}"
     proposal = artifact.get("proposal")
     if not proposal:
         return first_line

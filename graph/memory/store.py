@@ -12,16 +12,21 @@ if TYPE_CHECKING:
     from graph.memory.kinds import MemoryKind
 
 HISTORY = "history"
+# Each user's done log (`graph.memory.done_log`): finished documents moved out of their collection, under
+# `(DONE_LOG, <user label>, <kind>)`, and its counts under `(DONE_LOG, <user label>)`.
+DONE_LOG = "done_log"
 # Namespaces the agent keeps its own bookkeeping in (`graph.memory.index_outage`'s markers), one per user like the
 # memories. No memory kind may take their names, and no path a user writes through reaches them: the store API
 # refuses them (`graph.server.auth`), imports refuse them and exports leave them out (`graph.memory.admin`), and the
 # code that reads them trusts only where an item is filed, never what its value says.
 UNINDEXED = "unindexed"
+# The user's pending changes (`graph.memory.pending`): updates that failed, read and settled only through that module.
+PENDING = "pending"
 # Where each memory's source and the facts it replaced are kept (`graph.memory.provenance`): the agent's own too,
 # written only with the change they record; an export carries the past facts in a section of their own.
 SOURCES = "memory_sources"
 PAST = "past_facts"
-INTERNAL_NAMESPACES = (UNINDEXED, SOURCES, PAST)
+INTERNAL_NAMESPACES = (UNINDEXED, PENDING, SOURCES, PAST)
 PAGE_SIZE = 200
 # More items than one namespace holds: the limit that makes a search return the whole namespace.
 WHOLE_NAMESPACE = 10_000_000

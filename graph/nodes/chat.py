@@ -25,10 +25,11 @@ from graph.memory.rendering import (
     tell_user_rules,
 )
 from graph.memory.source_lines import asks_about_past, asks_for_source, past_section, sources_section
+from graph.memory.user_time import asks_for_zone, calendar_text
 from graph.nodes.summary import fold_into_summary, with_summary
 from graph.nodes.update import must_tell_user, routed_here, send_outcome
 from graph.nodes.window import PromptParts, invoke_fitted
-from graph.run_context import ResolvedRun, RunContext
+from graph.run_context import ResolvedRun, RunContext, time_text
 from graph.runtime import GraphRuntime
 from graph.settings import current_settings
 from graph.state import State
@@ -101,18 +102,22 @@ def chat_system_prompt(settings: RunContext, kinds: Sequence[MemoryKind]) -> str
 
 
 def chat_context(
-    memories: TurnMemories, settings: RunContext, kinds: Sequence[MemoryKind], asked: str = ""
+    memories: TurnMemories, settings: RunContext, kinds: Sequence[MemoryKind], said: Sequence[str] = ()
 ) -> SystemMessage:
     """The chat prompt's part that changes from turn to turn, placed right before the user's latest message: the
-    current time and a section for each memory kind; when the user's latest message (`asked`) asks where a memory
-    came from, the sources of the memories shown, and when it asks what held before, the past facts
-    (`graph.memory.source_lines`)."""
+    user's time (the message's, in the user's zone) and calendar, with a note to ask where the user is when no
+    zone is known and the user's messages (`said`, oldest first) bring up a relative date for the first time, and a
+    section for each memory kind; when the latest message asks where a memory came from, the sources of the
+    memories shown, and when it asks what held before, the past facts (`graph.memory.source_lines`)."""
     sections = "\n\n".join(memory_section(kind, memories.shown(kind)) for kind in kinds)
+    asked = said[-1] if said else ""
     if asks_for_source(asked):
         sections += "\n\n" + sources_section(memories.store, settings.resolved_user_id, kinds, memories.shown_documents(kinds))
     if asks_about_past(asked):
         sections += "\n\n" + past_section(memories.store, settings.resolved_user_id)
-    return SystemMessage(content=CHAT_CONTEXT.format(now=settings.now_text(), memory_sections=sections))
+    now = memories.now or settings.now(memories.zone)
+    calendar = calendar_text(now, not settings.zone_name(memories.zone) and asks_for_zone(said, now.date()))
+    return SystemMessage(content=CHAT_CONTEXT.format(now=time_text(now), calendar=calendar, memory_sections=sections))
 
 
 def chat_prompt(
@@ -197,8 +202,8 @@ def task_maistro(
     else:
         memories = turn_memories(runtime.store, settings, thread, run.thread_id, kinds, reads)
     view = ThreadView.of(thread)
-    asked = next((m.text for m in reversed(thread) if isinstance(m, HumanMessage)), "")
-    stable, context = chat_system_prompt(settings, kinds), chat_context(memories, settings, kinds, asked)
+    said = [message.text for message in thread if isinstance(message, HumanMessage)]
+    stable, context = chat_system_prompt(settings, kinds), chat_context(memories, settings, kinds, said)
     visible_thread = as_prompted(bound_messages(chat_history(thread)))
     new_messages: list[AnyMessage] = []
     may_route = view.rounds < settings.max_memory_rounds and state["remaining_steps"] > STEPS_PER_ROUND + 1

@@ -18,6 +18,9 @@ only when the calls may be a replay: they come from another process or a resumed
 in the process that routed it is still caught by its commit, which refuses entries that exist). An update
 whose documents another writer changed since they were read writes nothing; it reads the memories afresh
 and proposes once more, and if that conflicts too, its answer says so.
+
+An update that fails for any of these reasons is not lost: it is kept as a pending change
+(`graph.memory.pending`) that the user can see, retry (`graph.nodes.pending_retry`) or drop.
 """
 
 from collections.abc import Callable, Mapping, Sequence
@@ -30,18 +33,20 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMes
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, PutOp
 
 from graph.backends.context_window import model_window
 from graph.backends.json_calls import JsonCallModel
 from graph.backends.model import ChatModelFactory
 from graph.memory.changes import ChangeContext, MemoryChange, change_source, commit_changes, committed_changes
-from graph.memory.conditions import ConflictError
+from graph.memory.conditions import ConflictError, Unchanged
 from graph.memory.grounding import UserWords
 from graph.memory.kinds import MemoryKind
 from graph.memory.notes import change_notes
+from graph.memory.pending import PendingChange, keep_pending, pending_by_id, pending_id, settle_op
 from graph.memory.provenance import now_iso
 from graph.memory.redaction import redact_text
+from graph.memory.replaced import event_changes
 from graph.memory.text_diff import document_diff
 from graph.nodes.extraction import (
     UnusableOutputError,
@@ -58,7 +63,7 @@ from graph.state import State
 from graph.thread.reply_last import routing_id
 from graph.thread.tokens import bound_message
 from graph.thread.tool_calls import last_ai_message, pending_update_calls, through_latest_calls
-from prompts import EXTRACTION_FAILED, SECRETS_NOT_SAVED, SEE_ABOVE, UPDATE_CONFLICT
+from prompts import CONFLICT_PROBLEM, EXTRACTION_FAILED, SECRETS_NOT_SAVED, SEE_ABOVE, UPDATE_CONFLICT
 
 # The key of the custom stream event each update node sends with its outcome.
 MEMORY_UPDATE_EVENT = "memory_update"
@@ -72,13 +77,15 @@ CONFLICT_RETRIES = 1
 class NotSaved(Exception):
     """The update will not save what it was asked to: `answer` tells the model why and what to tell the user,
     `problem` tells the user in a few words (their note), and `proposal`, when given, is a change held until the
-    user confirms it (`graph.nodes.update_text`), kept in the answer's artifact."""
+    user confirms it (`graph.nodes.update_text`), kept in the answer's artifact. `pending`: whether the update is
+    kept as a pending change (never one held for confirmation, which waits for its code in the chat)."""
 
-    def __init__(self, answer: str, problem: str, proposal: dict[str, Any] | None = None) -> None:
+    def __init__(self, answer: str, problem: str, proposal: dict[str, Any] | None = None, *, pending: bool = True) -> None:
         super().__init__(problem)
         self.answer = answer
         self.problem = problem
         self.proposal = proposal
+        self.pending = pending and proposal is None
 
 
 def routed_here(routed: Recent[str, None], message: AIMessage) -> None:
@@ -230,10 +237,11 @@ def answer_update_calls(
     failed: bool = False,
     refusal: NotSaved | None = None,
     sources: Sequence[dict[str, str]] = (),
+    pending: str | None = None,
 ) -> dict:
     """The node's state update: the report answers the first call (with the changes as artifact; status "error"
-    when the update `failed`, or was refused: `refusal`'s problem and proposal go in the artifact too), the rest
-    point to it.
+    when the update `failed`, or was refused: `refusal`'s problem and proposal go in the artifact too, and the id
+    of the `pending` change it left), the rest point to it.
 
     Runs streamed with `stream_mode="custom"` get the outcome at once (`send_outcome`), with the notes people
     read (e.g. "ToDo added: Book swim lessons"), when changes were saved their `sources` (one per change, as
@@ -253,10 +261,14 @@ def answer_update_calls(
         "tell_user": tell_user,
         "problem": refusal.problem if refusal else None,
         "proposal": refusal.proposal if refusal else None,
+        "pending": pending,
     }
     status = "error" if failed else "success"
-    send_outcome(kind.name, calls[0]["id"], change_notes(artifact, [kind]), failed=failed,
-                 **({"sources": list(sources)} if sources else {}), **text_change(artifact, kind))
+    send_outcome(
+        kind.name, calls[0]["id"], change_notes(artifact, [kind]), failed=failed,
+        changes=event_changes(artifact["changes"]), pending=pending, **({"sources": list(sources)} if sources else {}),
+        **text_change(artifact, kind),
+    )
     return {
         "messages": [
             ToolMessage(content=report, tool_call_id=calls[0]["id"], artifact=artifact, status=status),
@@ -266,12 +278,25 @@ def answer_update_calls(
 
 
 def send_outcome(
-    kind: str | None, tool_call_id: str | None, notes: list[str], *, failed: bool, **details: Any
+    kind: str | None,
+    tool_call_id: str | None,
+    notes: list[str],
+    *,
+    failed: bool,
+    changes: Sequence[dict[str, Any]] = (),
+    pending: str | None = None,
+    **details: Any,
 ) -> None:
     """Send a call's outcome to runs streamed with `stream_mode="custom"`: `{MEMORY_UPDATE_EVENT: {"kind",
-    "tool_call_id", "notes", "failed"}}` (`kind` is None for a call that named no memory kind; `tool_call_id` is
-    None for the calls a reply only quoted), with the `details` of a free-text kind's change (`text_change`)."""
-    event = {"kind": kind, "tool_call_id": tool_call_id, "notes": notes, "failed": failed, **details}
+    "tool_call_id", "notes", "failed", "changes", "pending"}}` (`kind` is None for a call that named no memory
+    kind; `tool_call_id` is None for the calls a reply only quoted; `changes` are the saved changes field by
+    field, each field's old and new value whole: `graph.memory.replaced.event_changes`; `pending` is the id of
+    the pending change a failed update left, `graph.memory.pending`), with the `details` of a free-text kind's
+    change (`text_change`)."""
+    event = {
+        "kind": kind, "tool_call_id": tool_call_id, "notes": notes, "failed": failed, "changes": list(changes),
+        "pending": pending, **details,
+    }
     get_stream_writer()({MEMORY_UPDATE_EVENT: event})
 
 
@@ -299,18 +324,25 @@ def update_memory(
     graph_runtime: GraphRuntime,
     propose: Propose,
     report: Report,
+    retry: PendingChange | None = None,
 ) -> dict:
     """Run the recipe for one memory `kind` of the graph (`graph_runtime`), answering the pending UpdateMemory calls of its
     update type.
 
     Changes already committed under the update's seed answer the calls as they are; a conflict (with another
     writer, or with the update's own earlier run) makes it look for those, then read and propose again
-    (`CONFLICT_RETRIES` times), and finally answer with the conflict.
+    (`CONFLICT_RETRIES` times), and finally answer with the conflict. An update that fails leaves a pending
+    change (`graph.memory.pending`; not a change held for the user to confirm, which waits for its code in the chat),
+    unless it is the `retry` of one: then the batch that saves removes that one (`retry_context`), and a retry
+    that fails leaves it as it was.
     """
     run, store = ResolvedRun.of(config, runtime, graph_runtime.runs), runtime.store
     calls = pending_update_calls(state["messages"], kind.update_type)
     request = UpdateRequest(state, config, store, run, chat_model(run.context), kind, graph_runtime, calls)
-    context = change_context(request)
+    context = retry_context(request, retry) if retry else change_context(request)
+    if not retry and request.may_be_replay:  # a replay that saves settles what its first run left pending
+        context = replace(context, settles=_left_pending(request, context))
+    proposed: list[MemoryChange] = []
     for attempt in range(1 + CONFLICT_RETRIES):
         replay = attempt > 0 or request.may_be_replay
         if replay and (committed := committed_changes(store, request.user_id, kind, context.seed)):
@@ -320,16 +352,46 @@ def update_memory(
             proposed = propose(replace(request, fresh=attempt > 0))
         except UnusableOutputError as error:
             failure = EXTRACTION_FAILED.format(memory=kind.title, problem=error.problem)
-            return answer_update_calls(calls, failure, kind, [], set(), failed=True)
+            kept = _keep(request, context, retry, error.problem, None)
+            return answer_update_calls(calls, failure, kind, [], set(), failed=True, pending=kept)
         except NotSaved as refusal:
-            return answer_update_calls(calls, refusal.answer, kind, [], set(), refusal=refusal)
+            kept = _keep(request, context, retry, refusal.problem, None) if refusal.pending else None
+            return answer_update_calls(calls, refusal.answer, kind, [], set(), refusal=refusal, pending=kept)
         try:
             saved, secrets = commit_changes(store, request.user_id, kind, proposed, context)
         except ConflictError:
             continue
         return answer_update_calls(calls, report(request, saved), kind, saved, secrets,
                                    sources=saved_sources(context, kind, saved))
-    return answer_update_calls(calls, UPDATE_CONFLICT.format(memory=kind.label), kind, [], set(), failed=True)
+    problem = CONFLICT_PROBLEM.format(memory=kind.label)
+    kept = _keep(request, context, retry, problem, [asdict(change) for change in proposed] or None)
+    return answer_update_calls(calls, UPDATE_CONFLICT.format(memory=kind.label), kind, [], set(), failed=True, pending=kept)
+
+
+def retry_context(request: UpdateRequest, retry: PendingChange) -> ChangeContext:
+    """The context of a pending change's retry: its thread, the user's message as kept, a seed of its own (so a
+    retry replayed after its commit answers from what it saved), and the settling of the pending change in the
+    batch that saves (`graph.memory.pending.settle_op`)."""
+    return ChangeContext(
+        thread_id=retry.thread_id, message=retry.message, seed=f"retry/{retry.id}", settles=settle_op(request.user_id, retry)
+    )
+
+
+def _left_pending(request: UpdateRequest, context: ChangeContext) -> tuple[Unchanged, PutOp] | None:
+    """The settling of the pending change an earlier run of this update left, if it left one."""
+    left = pending_by_id(request.store, request.user_id, pending_id(context.seed, request.kind.name))
+    return settle_op(request.user_id, left) if left else None
+
+
+def _keep(request: UpdateRequest, context: ChangeContext, retry: PendingChange | None, problem: str, proposal: Any) -> str | None:
+    """Keep a failed update as a pending change (`graph.memory.pending`) and return its id; a failed retry keeps
+    the pending change it retried as it was (None when it is gone: dropped, or saved by another retry)."""
+    if retry:
+        return retry.id if pending_by_id(request.store, request.user_id, retry.id) else None
+    return keep_pending(
+        request.store, request.user_id, request.kind.name, seed=context.seed, thread_id=context.thread_id,
+        message=context.message, problem=problem, proposal=proposal,
+    ).id
 
 
 def must_tell_user(answer: ToolMessage) -> bool:

@@ -2,6 +2,8 @@
 
 from graph.memory.changes import MemoryChange
 from graph.memory.context import documents_to_update
+from graph.memory.deadlines import zoned_changes
+from graph.memory.relative_dates import pinned_deadlines
 from graph.memory.rendering import capitalized
 from graph.nodes.update import UpdateRequest
 from prompts import COLLECTION_UNCHANGED, COLLECTION_UPDATED, LANGUAGE_RULE
@@ -14,7 +16,8 @@ def propose_collection(request: UpdateRequest) -> list[MemoryChange]:
     with the changes of the turn's earlier rounds applied; a `fresh` request reads the memories again, and what
     it read wins over those changes. The instruction carries the kinds the kind reads as context (the ToDos:
     the user's instructions). New documents get keys derived from the routing call, so a replayed update writes
-    the same keys.
+    the same keys. A deadline written without a UTC offset is taken in the user's zone (`zoned_changes`), and one
+    the user's message pins to a single relative day ("tomorrow", "明天") is moved to it (`pinned_deadlines`).
     """
     kind, settings = request.kind, request.context
     memories, existing = documents_to_update(
@@ -28,9 +31,11 @@ def propose_collection(request: UpdateRequest) -> list[MemoryChange]:
         fresh=request.fresh,
     )
     instruction = kind.instruction.format(
-        **memories.context_of(kind, request.kinds), language_rule=LANGUAGE_RULE, now=settings.now_text()
+        **memories.context_of(kind, request.kinds), language_rule=LANGUAGE_RULE, now=settings.now_text(memories.zone)
     )
-    return request.extract(instruction, existing, request.new_key)
+    now = memories.now or settings.now(memories.zone)
+    changes = zoned_changes(kind, request.extract(instruction, existing, request.new_key), now.tzinfo)
+    return pinned_deadlines(kind, changes, request.user_said[-1] if request.user_said else "", now)
 
 
 def report_collection(request: UpdateRequest, saved: list[MemoryChange]) -> str:

@@ -11,16 +11,15 @@ from prompts import DOCUMENT_UNCHANGED, DOCUMENT_UPDATED, LANGUAGE_RULE
 
 def propose_document(request: UpdateRequest) -> list[MemoryChange]:
     """The kind's document patched (or created) from the conversation; at most one change. The instruction
-    carries the kinds the kind reads as context (`MemoryKind.context_kinds`), from the turn's read."""
+    carries the kinds the kind reads as context (`MemoryKind.context_kinds`) and the user's time, from the turn's
+    read."""
     kind, settings = request.kind, request.context
     existing = {item.key: item.value for item in search_all(request.store, namespace(kind, request.user_id))}
-    context = {}
-    if kind.context_kinds:
-        memories = turn_memories(
-            request.store, settings, request.messages, request.run.thread_id, request.kinds, request.graph_runtime.reads
-        )
-        context = memories.context_of(kind, request.kinds)
-    instruction = kind.instruction.format(**context, language_rule=LANGUAGE_RULE, now=settings.now_text())
+    memories = turn_memories(
+        request.store, settings, request.messages, request.run.thread_id, request.kinds, request.graph_runtime.reads
+    )
+    context = memories.context_of(kind, request.kinds)
+    instruction = kind.instruction.format(**context, language_rule=LANGUAGE_RULE, now=settings.now_text(memories.zone))
     return request.extract(instruction, existing, lambda _: kind.key)[-1:]
 
 

@@ -147,7 +147,7 @@ def confirmed_change(kind: MemoryKind, proposal: Mapping[str, Any], before: dict
         return []
     if before != proposal.get("before"):
         problem = OUTDATED_PROBLEM.format(memory=kind.title)
-        raise NotSaved(PROPOSAL_OUTDATED.format(memory=kind.title), problem)
+        raise NotSaved(PROPOSAL_OUTDATED.format(memory=kind.title), problem, pending=False)  # the chat says what to do
     change = MemoryChange("updated" if before else "created", kind.key, before, after)
     check_length(kind, change)
     return [change]

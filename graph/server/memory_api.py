@@ -11,7 +11,8 @@ store API's, and the work runs on the server's own store in a worker thread (`gr
 The same routes serve every declared memory kind (MAISTRO_MEMORY_KINDS): `GET memories` (everything the page
 shows), `GET search?query=` (every searchable kind), `POST kinds/{kind}/documents` (add to a collection),
 `PUT` / `PATCH` / `DELETE kinds/{kind}/documents/{key}` (replace, change some fields, delete; a body's `base`
-is the document as the page showed it, and a stale one is a 409), `POST history/{id}/undo`.
+is the document as the page showed it, and a stale one is a 409), `POST history/{id}/undo`, and for the
+updates that failed `POST pending/{id}/retry` and `DELETE pending/{id}` (`graph.server.pending_page`).
 """
 
 import json
@@ -24,7 +25,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from graph.memory.done_log import move_finished
 from graph.memory.store import InvalidUserIdError, check_user_id
+from graph.server import pending_page
 from graph.server.auth import auth_enabled, authenticate
 from graph.server.limits import MAX_SEARCH_LIMIT, MAX_STORE_VALUE_BYTES
 from graph.server.memory_page import (
@@ -117,9 +120,11 @@ def endpoint(work: Work) -> Callable[[Request], Awaitable[Response]]:
 
 def _memories(store: BaseStore, user_id: str, request: Request, body: dict[str, Any]) -> Response:
     """Everything the page shows, with an ETag: a poll that finds nothing new gets 304 from a cheap version check
-    (`memories_version`), before anything else is read."""
+    (`memories_version`), before anything else is read but the done ToDos due to move to the done log, which move
+    first (`move_finished`): the page shows the active list."""
     shown = _number(request, "history", HISTORY_SHOWN, MAX_HISTORY_SHOWN)
     kinds = served_kinds()
+    move_finished(store, user_id, kinds)
     tag = memories_version(store, user_id, kinds, shown)
     if request.headers.get("if-none-match") == tag:
         return Response(status_code=304, headers={**PRIVATE, "ETag": tag})
@@ -153,6 +158,17 @@ def _undo(store: BaseStore, user_id: str, request: Request, body: dict[str, Any]
     return undo(store, user_id, request.path_params["change_id"], served_kinds())
 
 
+def _retry(store: BaseStore, user_id: str, request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    from graph.agent import server_graph
+    from graph.runtime import runtime_of
+
+    return pending_page.retry(store, user_id, request.path_params["pending_id"], runtime_of(server_graph()))
+
+
+def _drop(store: BaseStore, user_id: str, request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    return pending_page.drop(store, user_id, request.path_params["pending_id"])
+
+
 async def session(request: Request) -> JSONResponse:
     """How to sign in: with a token when auth is on, else by naming a user (the default user is given)."""
     if auth_enabled():
@@ -167,4 +183,6 @@ routes = [
     Route("/memories/api/kinds/{kind}/documents", endpoint(_add), methods=["POST"]),
     Route("/memories/api/kinds/{kind}/documents/{key}", endpoint(_document), methods=["PUT", "PATCH", "DELETE"]),
     Route("/memories/api/history/{change_id}/undo", endpoint(_undo), methods=["POST"]),
+    Route("/memories/api/pending/{pending_id}/retry", endpoint(_retry), methods=["POST"]),
+    Route("/memories/api/pending/{pending_id}", endpoint(_drop), methods=["DELETE"]),
 ]

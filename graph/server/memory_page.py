@@ -32,9 +32,11 @@ from graph.memory.changes import (
     document_problem,
     undo_change,
 )
+from graph.memory.done_log import logged_kinds, read_counts
 from graph.memory.history import history_page, latest_change
 from graph.memory.index_outage import search_by_meaning
 from graph.memory.kinds import MemoryKind, UnknownKindError, kind_named
+from graph.memory.pending import list_pending
 from graph.memory.provenance import all_sources
 from graph.memory.selection import deadline_of
 from graph.memory.store import namespace, read_kind
@@ -115,7 +117,8 @@ def read_memories(
     """Everything the page shows for one user: the memory `kinds`, the documents of each by kind name (open first),
     each with why it does not fit its schema (None when it does), and the history: its newest `history_shown`
     entries (newest first; a free-text kind's with its `diff`, `entry_with_diff`) and how many items it holds; and
-    the source of each memory's current value, by source key (`graph.memory.provenance`), which outlives the history."""
+    the updates that failed, kept as pending changes (`graph.memory.pending`), oldest first; and the source of each
+    memory's current value, by source key (`graph.memory.provenance`), which outlives the history."""
     history = history_page(store, user_id, history_shown)
     text_kinds = {kind.name for kind in kinds if kind.text}
     return {
@@ -127,6 +130,7 @@ def read_memories(
         },
         "history": [entry_with_diff(entry, text_kinds) for entry in history.entries],
         "history_total": history.total,
+        "pending": [pending.model_dump() for pending in list_pending(store, user_id)],
         "sources": all_sources(store, user_id),
     }
 
@@ -143,10 +147,14 @@ def memories_version(store: BaseStore, user_id: str, kinds: Sequence[MemoryKind]
     """An ETag that changes whenever what `read_memories` returns may have changed, read at a cost that does not
     grow with the history: its newest entry (every change of a memory writes one, newer than the rest) and the TTL
     sweep's period, so that what no change records shows within MAISTRO_TTL_SWEEP_MINUTES: done ToDos that
-    expired, and history entries imported without a change of a document (the page's count)."""
+    expired, and history entries imported without a change of a document (the page's count); the pending changes
+    (a few, written without a history entry); and the done logs' counts, which grow when finished documents leave
+    their list (`graph.memory.done_log`, no history entry)."""
     newest = latest_change(store, user_id) or {}
     period = int(time.time() // (current_settings().ttl_sweep_minutes * 60))
-    parts = [user_id, [kind.name for kind in kinds], history_shown, newest.get("id"), period]
+    pending = [entry.id for entry in list_pending(store, user_id)]
+    logged = [sum(read_counts(store, user_id, kind)[0].values()) for kind in logged_kinds(kinds)]
+    parts = [user_id, [kind.name for kind in kinds], history_shown, newest.get("id"), period, pending, logged]
     return f'"{hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:32]}"'
 
 

@@ -142,10 +142,10 @@ def test_forget_asks_then_deletes_that_user_only(stored, data_dir, stub, script)
     maistro("chat", "--user", "Ann", "--thread", "ann-1", input="Hi\n")
 
     declined = maistro("forget", "--user", "Lance", input="n\n")
-    assert declined.exit_code == 1 and "Delete 4 memories and 1 thread of Lance?" in declined.output
+    assert declined.exit_code == 1 and "Delete 5 memories and 1 thread of Lance?" in declined.output
     assert export_memories(build_graph(data_dir).store, "Lance")["todo"]
 
-    assert "deleted 4 memories and 1 thread." in maistro("forget", "--user", "Lance", input="y\n").output
+    assert "deleted 5 memories and 1 thread." in maistro("forget", "--user", "Lance", input="y\n").output
     agent = build_graph(data_dir)
     assert user_items(agent.store, "Lance") == []
     assert agent.get_state({"configurable": {"thread_id": "lance-1"}}).values == {}

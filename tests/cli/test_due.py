@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from graph import open_store
 from graph.app.cli import app
-from graph.memory.kinds import TODO
+from graph.memory.kinds import PROFILE, TODO
 from graph.memory.store import namespace
 
 runner = CliRunner()
@@ -92,3 +92,15 @@ def test_nothing_due_is_one_sentence():
 def test_a_negative_number_of_days_is_refused():
     result = due("--days", "-1")
     assert result.exit_code == 2 and "--days" in result.output
+
+
+def test_the_days_are_the_users_profile_zones_over_maistro_timezone(monkeypatch):
+    """Kiritimati (UTC+14) and Pago Pago (UTC-11) are 25 hours apart: never on the same date."""
+    monkeypatch.setenv("MAISTRO_TIMEZONE", "Pacific/Pago_Pago")
+    with open_store(Path(os.environ["MAISTRO_DATA_DIR"])) as store:
+        store.put(namespace(PROFILE, "Lance"), PROFILE.key, {"name": "Lance", "timezone": "Pacific/Kiritimati"})
+
+    result = due("--days", "0")
+
+    today = datetime.now(ZoneInfo("Pacific/Kiritimati")).date()
+    assert result.output == f"Nothing is due for Lance: no open ToDos overdue or due by {today:%Y-%m-%d}.\n"

@@ -17,7 +17,7 @@ from graph.memory.kinds import TODO
 from graph.memory.store import namespace
 from graph.nodes.extraction import EXTRACTION_STEP_LIMIT
 from prompts import EXTRACTION_FAILED, GAVE_UP_PROBLEM, REPLY_AFTER_UPDATES_RULE, REPLY_FIRST_RULE, SECRETS_NOT_SAVED
-from testing.helpers import SWIM_ITEM, profile_of, todos
+from testing.helpers import SWIM_ITEM, kept, profile_of, todos
 from testing.openai_stub import OpenAIStub, StubError, system_text, text_reply, tool_calls_reply
 from testing.stub_script import kind_of, update
 
@@ -106,7 +106,7 @@ def extraction_fails(agent, script) -> tuple[str, list[str]]:
     agent.store.put(namespace(TODO, "Lance"), "swim", SWIM_ITEM)
     script.add("todo", *[CONTENT_FILTERED] * EXTRACTION_STEP_LIMIT)
     failure = EXTRACTION_FAILED.format(memory="ToDo list", problem=GAVE_UP_PROBLEM)
-    return failure, ["ToDo list not updated: the update failed"]
+    return failure, ["ToDo list not updated: the update failed{kept}"]
 
 
 def secret_withheld(agent, script) -> tuple[str, list[str]]:
@@ -129,7 +129,8 @@ def test_an_update_the_user_must_hear_about_brings_a_second_reply_in_the_same_tu
 
     assert shape(events) == ["Token", "Progress", "Note", "Token"], events
     assert replies(events) == [FIRST_REPLY, told]
-    assert [event.text for event in events if isinstance(event, Note)] == notes
+    pending = kept(agent.store) if "{kept}" in notes[0] else ""
+    assert [event.text for event in events if isinstance(event, Note)] == [note.replace("{kept}", pending) for note in notes]
     follow_up = chat_requests(stub)
     assert len(follow_up) == 2, "the model is asked again, in the same turn"
     routing, tool_answer = follow_up[1]["messages"][-2:]

@@ -50,7 +50,7 @@ def test_why_prints_the_quote_thread_date_and_model_of_the_current_value(agent, 
     [
         (("why", "pets"), "There is no memory kind 'pets'; the kinds are profile, todo, instructions."),
         (("why", "profile", "shoe_size"),
-         "The profile has no field 'shoe_size'; its fields are name, location, job, connections, interests."),
+         "The profile has no field 'shoe_size'; its fields are name, location, job, connections, interests, timezone."),
         (("why", "todo", "Walk the dog"), "The ToDo list has no ToDo with the key or task 'Walk the dog'."),
     ],
 )

@@ -16,7 +16,10 @@ from testing.openai_stub import OpenAIStub, StubError, text_reply, tool_calls_re
 from testing.stub_script import route
 
 runner = CliRunner()
-SUBSET = "single-name,multi-all-three,delete-called-dentist,chinese-recall,secret-wifi-password"
+SUBSET = (
+    "single-name,multi-all-three,delete-called-dentist,chinese-recall,secret-wifi-password,"
+    "time-zones-day-after-tomorrow-tokyo,what-is-due-today-los-angeles"  # the user's zone and message time sent
+)
 
 
 def oracle_endpoint(pattern: str = SUBSET) -> OpenAIStub:
@@ -50,12 +53,25 @@ def test_the_oracle_behind_an_endpoint_scores_in_full_with_tokens_and_latencies_
         assert {request["model"] for request in stub.requests} == {"stub-model"}
     card = json.loads((tmp_path / "stub.json").read_text(encoding="utf-8"))
     overall = card["overall"]
-    assert overall["cases"] == 5 and overall["rates"]["score"] == 1.0, [c["problems"] for c in card["cases"]]
+    assert overall["cases"] == 7 and overall["rates"]["score"] == 1.0, [c["problems"] for c in card["cases"]]
     assert overall["rates"]["answered_first"] == 1.0
     assert overall["counts"]["prompt_tokens"] > 0 and overall["counts"]["completion_tokens"] > 0  # streamed usage
     assert overall["first_token_seconds"]["median"] is not None
     assert card["base_url"] == base_url and card["label"] == "stub-model"
-    assert re.search(r"overall\s*│\s*5\s*│\s*100%", result.output)
+    assert re.search(r"overall\s*│\s*7\s*│\s*100%", result.output)
+
+
+def test_a_real_endpoint_leaves_out_the_cases_that_play_an_endpoints_fault_and_says_so(tmp_path):
+    with oracle_endpoint("single-name") as stub:
+        mixed = runner.invoke(app, ["eval", "--base-url", stub.base_url, "--model", "stub-model", "--cases",
+                                    "single-name,pending-changes", "--json", str(tmp_path / "card.json")])
+        only_faults = runner.invoke(app, ["eval", "--base-url", stub.base_url, "--model", "stub-model", "--cases", "pending-*"])
+    assert mixed.exit_code == 0, mixed.output
+    assert "Left out 3 case(s) that play an endpoint's fault, which only --player can play: pending-" in mixed.output
+    card = json.loads((tmp_path / "card.json").read_text(encoding="utf-8"))
+    assert [case["case_id"] for case in card["cases"]] == ["single-name"] and card["overall"]["rates"]["score"] == 1.0
+    assert only_faults.exit_code == 1
+    assert "Every case chosen plays an endpoint's fault, which only --player can play: choose others." in only_faults.output
 
 
 def test_the_html_report_is_one_self_contained_page_with_charts(tmp_path):

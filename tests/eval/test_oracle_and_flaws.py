@@ -8,9 +8,11 @@ from dataclasses import replace
 import pytest
 
 from graph.eval.cases import Case, load_cases
+from graph.eval.dates import resolve_date
 from graph.eval.scoring import rates
+from graph.memory.relative_dates import only_date_said
 from graph.memory.source_lines import asks_for_source
-from testing.eval_runs import play, total
+from testing.eval_runs import TODAY, play, total
 
 
 @pytest.fixture(scope="module")
@@ -40,14 +42,19 @@ def without_costs(counts):
     return replace(counts, model_calls=0, prompt_tokens=0, completion_tokens=0, memory_turns=0, answered_first=0)
 
 
-def test_the_oracle_scores_every_case_in_full_with_every_reply_first_and_no_failures(oracle):
+def test_the_oracle_scores_every_case_in_full_with_every_reply_first_and_no_failures_but_those_it_plays(oracle):
     assert {case_id: score.problems for case_id, score in oracle["maistro"].items() if score.problems} == {}
     counts = total(oracle["maistro"].values())
     overall = rates(counts)
     assert overall["score"] == overall["memory_recall"] == overall["memory_precision"] == 1.0
     assert overall["recall_answers"] == overall["secrets_kept"] == overall["language"] == 1.0
-    assert overall["answered_first"] == 1.0  # every memory turn's reply came with its UpdateMemory calls
-    assert counts.model_errors == counts.failed_updates == 0 and counts.model_calls > counts.turns
+    assert overall["confirmations"] == overall["pending_kept"] == 1.0 and counts.confirmations == 2
+    # The only updates that fail are those whose extraction the pending-changes cases answer in text: each is kept,
+    # and its turn gets a second reply that says so; every other memory turn's reply came with its calls.
+    played = sum(turn.play.unusable for case in load_cases() for turn in case.turns)
+    assert counts.failed_updates == counts.pending == counts.pending_expected == played == 3
+    assert counts.answered_first == counts.memory_turns - played
+    assert counts.model_errors == 0 and counts.model_calls > counts.turns
 
 
 def test_the_tutorials_graph_loses_the_points_of_deletions_and_the_page_of_ten_only(oracle):
@@ -62,6 +69,34 @@ def test_the_tutorials_graph_loses_the_points_of_deletions_and_the_page_of_ten_o
         "long-list-recall": ["the reply to 'Is polishing the silver on my chore list?' does not mention 'Polish the silver'"],
         "long-list-no-duplicates": ["the reply to 'Which chores are still open?' does not mention 'plumber'"],
         "long-list-update-late-item": ["1 wrong stored value(s)", "1 of 12 expected memories missing or wrong"],
+        # Its update nodes report no changes, so no note says what a change replaced...
+        "update-confirm-moved-city": ["the notes on 'I just moved to Denver for a new job.' do not say 'location Boston → Denver'"],
+        "update-confirm-todo-estimate": [
+            "the notes on 'Actually the passport renewal will take 45 minutes.' do not say "
+            "'ToDo updated: Renew passport (time_to_complete 30 → 45)'"
+        ],
+        # ... and an extraction answered in text is lost without a trace.
+        "pending-bill-after-name": ["the failed todo update was not kept as a pending change"],
+        "pending-profile-unusable": ["the failed profile update was not kept as a pending change"],
+        "pending-todo-unusable": ["the failed todo update was not kept as a pending change"],
+        # No user's own time: its dates are the server's, whatever the run's zone and message time say.
+        **{case.id: [f"{n} wrong stored value(s)", f"{n} of {n} expected memories missing or wrong"]
+           for case in load_cases("time-zones") if (n := len(case.expect.todos))},
+        # No due markers and no week in its prompt: what is due is not told apart.
+        "what-is-due-this-week-chinese": ["the reply to '这周要做什么?' does not mention '取快递'"],
+        "what-is-due-this-week-overdue": [
+            "the reply to \"What's due this week?\" does not mention 'expense report'",
+            "the reply to \"What's due this week?\" does not mention 'Water the garden'",
+        ],
+        "what-is-due-today-los-angeles": [
+            "the reply to \"What's due today?\" does not mention 'Pay the electricity bill'",
+            "2 wrong stored value(s)",
+            "2 of 2 expected memories missing or wrong",
+        ],
+        # Nothing raises a ToDo whose deadline passed weeks ago: the prompt never asks for a new deadline.
+        "stale-passport": ["the reply to 'Good morning! Anything I have been putting off?' does not mention ['new deadline', 'reschedule']"],
+        "stale-only-the-old-one": ["the reply to 'Hey, what should I look at today?' does not mention ['new deadline', 'reschedule']"],
+        "stale-then-done": ["the reply to 'Hello again.' does not mention ['new deadline', 'reschedule']"],
         # No memory keeps its source: asked where a memory came from, the prompt has no words of the user to quote.
         "why-moved-city": ["the reply to 'Why do you think I live in Portland?' does not mention 'I moved here in the spring'"],
         "why-nurse-job": [
@@ -126,6 +161,18 @@ def test_a_model_that_invents_a_source_loses_exactly_the_provenance_answers(orac
     assert without_costs(replace(flawed, mentioned=right.mentioned)) == without_costs(right)
 
 
+def test_a_model_that_recreates_todos_instead_of_patching_them_loses_exactly_the_confirmations_of_todo_changes(oracle):
+    suite = load_cases("updates,dates,long-list-update-late-item,done-groceries,pending-changes")
+    right, flawed = oracle_total(oracle, suite), total(play(suite, flaw="recreates-updates"))
+    todo_confirmations = sum(
+        len(turn.confirm) for case in suite for turn in case.turns if turn.play.todos and turn.play.todos.update
+    )
+    assert right.confirmed - flawed.confirmed == todo_confirmations == 1
+    # The list holds the same ToDos either way: removed and added again, not changed in place (one undo cannot
+    # restore the old value, and the note cannot say what the change replaced).
+    assert without_costs(replace(flawed, confirmed=right.confirmed)) == without_costs(right)
+
+
 def test_a_model_that_answers_in_english_loses_every_chinese_reply_and_nothing_else(oracle):
     suite = load_cases("chinese,single-name")
     right, flawed = oracle_total(oracle, suite), total(play(suite, flaw="wrong-language"))
@@ -156,3 +203,43 @@ def test_a_model_that_writes_tool_calls_as_text_costs_what_never_routing_costs_o
 def test_a_model_that_writes_tool_calls_as_text_loses_nothing_on_this_agent(oracle):
     suite = load_cases("single-*,chinese")  # a reply that is calls written as text is read as the calls and run
     assert without_costs(total(play(suite, flaw="text-tool-calls"))) == without_costs(oracle_total(oracle, suite))
+
+
+def shifted_deadlines(case: Case, pinned: bool) -> int:
+    """How many of the deadlines a case's turns add fall on another day when counted from the server's date (the
+    run's today, UTC) instead of the user's (their message time where they are): of turns whose message names one
+    relative day, which the agent pins (`pinned`), or of the others."""
+    user_today, _ = case.user_today(TODAY, "UTC")
+    return sum(
+        resolve_date(todo.deadline, TODAY) != resolve_date(todo.deadline, user_today)
+        for turn in case.turns
+        if turn.play.todos and (only_date_said(turn.user, user_today) is not None) == pinned
+        for todo in turn.play.todos.add
+        if todo.deadline
+    )
+
+
+def test_a_model_on_the_servers_clock_loses_exactly_the_dates_of_users_on_another_day(oracle):
+    suite = load_cases("dates,time-zones,what-is-due")
+    right, flawed = oracle_total(oracle, suite), total(play(suite, flaw="server-clock"))
+    shifted = sum(shifted_deadlines(case, pinned=False) for case in suite)
+    assert shifted >= 3 and flawed.wrong == shifted and flawed.correct == right.correct - shifted
+    # A message naming one relative day ("by tomorrow", "后天") pins the deadline to the user's day: the agent
+    # mends those dates of the flawed model.
+    assert sum(shifted_deadlines(case, pinned=True) for case in suite) == 2
+    # 'What's due today?' at 23:30 in Los Angeles: the bill it stored on the server's date ends after midnight UTC,
+    # so by UTC dates it is not due on the server's today, and the answer leaves it out.
+    assert right.mentioned - flawed.mentioned == 1
+    assert without_costs(replace(flawed, wrong=0, correct=right.correct, mentioned=right.mentioned)) == without_costs(
+        right
+    )
+    unzoned = [case for case in suite if case.user is None]  # the user's day is the server's: nothing lost
+    assert without_costs(total(play(unzoned, flaw="server-clock"))) == without_costs(oracle_total(oracle, unzoned))
+
+
+def test_a_model_that_overlooks_the_notes_below_a_list_loses_the_stale_todos_it_should_raise_and_nothing_else(oracle):
+    suite = load_cases("stale,single-todo,recall-todo-list")
+    right, flawed = oracle_total(oracle, suite), total(play(suite, flaw="ignores-notes"))
+    stale_mentions = sum(len(turn.mention) for case in load_cases("stale") for turn in case.turns)
+    assert right.mentioned - flawed.mentioned == stale_mentions == 3
+    assert without_costs(replace(flawed, mentioned=right.mentioned)) == without_costs(right)

@@ -99,7 +99,7 @@ def test_todos_are_created_changed_and_removed_only_where_the_user_named_them():
         ("updated", "dentist-key"),
     ]
     assert changes[0].after["task"] == "Buy milk" and changes[0].after["status"] == "not started"
-    assert changes[1].after == {**SWIM, "status": "done"}
+    assert changes[1].after == {**SWIM, "status": "done", "completed_at": None}  # stamped when committed
 
 
 def test_a_listed_todo_echoed_as_new_is_not_created_again():

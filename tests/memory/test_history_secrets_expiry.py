@@ -167,25 +167,26 @@ def test_import_redacts_secrets(agent):
 
 @pytest.fixture
 def short_ttl(monkeypatch):
-    """Finished ToDos live one second and the store sweeps four times a second (set before `agent` is built)."""
+    """Archived ToDos live one second and the store sweeps four times a second (set before `agent` is built)."""
     monkeypatch.setenv("MAISTRO_DONE_TODO_TTL_DAYS", str(1 / 24 / 60 / 60))
     monkeypatch.setenv("MAISTRO_TTL_SWEEP_MINUTES", str(1 / 60 / 4))
 
 
-def test_done_todos_expire_and_open_ones_never_do(short_ttl, agent, model):
-    model.add("task_maistro", route("todo"), say("Added."), route("todo"), say("Done."))
-    model.add("update_todos", calls(todo("Open task", solutions=["a"]), todo("Finished task", solutions=["b"])),
-              patch_where("Finished", replace("/status", "done")))
-    turn(agent, "Two tasks.")
-    turn(agent, "The finished task is done.")
+def test_archived_todos_expire_and_open_and_done_ones_never_do(short_ttl, agent, model):
+    model.add("task_maistro", route("todo"), say("Added."), route("todo"), say("Archived."))
+    model.add("update_todos", calls(todo("Open task", solutions=["a"]), todo("Finished task", solutions=["b"], status="done"),
+                                    todo("Unneeded task", solutions=["c"])),
+              patch_where("Unneeded", replace("/status", "archived")))
+    turn(agent, "Three tasks.")
+    turn(agent, "I no longer need the unneeded task.")
 
     deadline = time.monotonic() + 10
-    while "Finished task" in todos(agent) and time.monotonic() < deadline:
+    while "Unneeded task" in todos(agent) and time.monotonic() < deadline:
         time.sleep(0.2)
 
-    assert list(todos(agent)) == ["Open task"]
+    assert sorted(todos(agent)) == ["Finished task", "Open task"]
     time.sleep(1.5)
-    assert list(todos(agent)) == ["Open task"], "open items never expire"
+    assert sorted(todos(agent)) == ["Finished task", "Open task"], "open and done items never expire (done ones go to the done log)"
 
 
 def test_the_chat_note_says_which_secrets_were_not_saved():

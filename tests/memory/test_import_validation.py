@@ -66,6 +66,10 @@ def without(mapping: dict, name: str) -> dict:
         ({TODO: {"k" * 300: SWIM_ITEM}}, "its key is longer than 256 characters"),
         ({TODO: {"line\nbreak": SWIM_ITEM}}, "its key contains a control character"),
         ({PROFILE: {"user_profile": {**LANCE_PROFILE, "password": "x"}}}, "password: Extra inputs are not permitted"),
+        (
+            {PROFILE: {"user_profile": {**LANCE_PROFILE, "timezone": "Mars/Base"}}},
+            "timezone: Value error, 'Mars/Base' is not a known IANA time zone, such as Asia/Tokyo",
+        ),
     ],
 )
 def test_an_invalid_item_rejects_the_whole_file_with_one_sentence(agent, sections, problem):
@@ -76,6 +80,13 @@ def test_an_invalid_item_rejects_the_whole_file_with_one_sentence(agent, section
 
     assert problem in str(refused.value) and "\n" not in str(refused.value)
     assert user_items(agent.store, "Ann") == [], "nothing of the file was written"
+
+
+def test_a_profile_with_its_time_zone_imports(agent):
+    profile = {**LANCE_PROFILE, "timezone": "America/Los_Angeles"}
+    import_memories(agent.store, "Ann", {"format": EXPORT_FORMAT, PROFILE: {"user_profile": profile}})
+
+    assert agent.store.get(namespace(PROFILE, "Ann"), "user_profile").value["timezone"] == "America/Los_Angeles"
 
 
 def test_secrets_in_keys_are_redacted_like_values(agent):
@@ -104,12 +115,12 @@ def test_keys_that_become_equal_once_redacted_are_refused(agent):
 
 @pytest.fixture
 def short_ttl(monkeypatch):
-    """Finished ToDos live one second (set before `agent` is built)."""
+    """Archived ToDos live one second (set before `agent` is built)."""
     monkeypatch.setenv("MAISTRO_DONE_TODO_TTL_DAYS", str(1 / 24 / 60 / 60))
     monkeypatch.setenv("MAISTRO_TTL_SWEEP_MINUTES", str(1 / 60 / 4))
 
 
-def test_an_export_of_every_kind_of_change_imports_and_its_done_todos_expire(short_ttl, agent, model):
+def test_an_export_of_every_kind_of_change_imports_and_its_archived_todos_expire(short_ttl, agent, model):
     model.add("task_maistro", route("todo"), say("Added."), route("todo"), say("Started."), route("todo"), say("Gone."))
     model.add(
         "update_todos",
@@ -122,7 +133,7 @@ def test_an_export_of_every_kind_of_change_imports_and_its_done_todos_expire(sho
     undo_change(agent.store, "Lance")  # the plants come back
     exported = export_memories(agent.store, "Lance")
     rent_key = next(key for key, value in exported[TODO].items() if value["task"] == "Pay rent")
-    exported[TODO][rent_key]["status"] = "done"
+    exported[TODO][rent_key]["status"] = "archived"
     assert {e["action"] for e in exported[HISTORY].values()} == {"created", "updated", "deleted"}
 
     import_memories(agent.store, "Copy", exported)
@@ -132,7 +143,7 @@ def test_an_export_of_every_kind_of_change_imports_and_its_done_todos_expire(sho
     deadline = time.monotonic() + 10
     while "Pay rent" in todos(agent, "Copy") and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert list(todos(agent, "Copy")) == ["Water plants"], "the imported done ToDo expired, the open one stays"
+    assert list(todos(agent, "Copy")) == ["Water plants"], "the imported archived ToDo expired, the open one stays"
 
 
 def test_more_items_than_one_statement_can_carry_import_in_one_go(agent):

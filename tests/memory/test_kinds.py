@@ -13,7 +13,7 @@ from graph.memory.admin import export_memories, import_memories
 from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, document_problem, list_history
 from graph.memory.formats import Column
 from graph.memory.kinds import GRAPH_NAMES, RESERVED_NAMES, UnknownKindError, kind_named
-from graph.memory.store import HISTORY, INTERNAL_NAMESPACES, namespace, read_kind
+from graph.memory.store import DONE_LOG, HISTORY, INTERNAL_NAMESPACES, namespace, read_kind
 from graph.state import State
 from schemas import Instructions, Profile, ToDo
 from testing.stored_names import INSTRUCTIONS, INSTRUCTIONS_KEY, PROFILE, PROFILE_KEY, TODO
@@ -54,7 +54,8 @@ def test_a_kind_declared_with_four_fields_gets_its_defaults():
     [
         ({"name": "my.kind"}, "must be a Python identifier"),
         ({"name": "history"}, "other than history"),
-        ({"name": "unindexed"}, "other than history, unindexed, memory_sources, past_facts: 'unindexed' is not"),
+        ({"name": "unindexed"}, "other than history, unindexed, pending, memory_sources, past_facts, done_log: 'unindexed' is not"),
+        ({"name": "pending"}, "other than history, unindexed, pending, memory_sources, past_facts, done_log: 'pending' is not"),
         ({"schema": dict}, "needs a Pydantic model"),
         ({"text": True}, "cannot be free text and a collection"),
     ],
@@ -66,7 +67,7 @@ def test_a_kind_that_cannot_work_is_refused_with_one_sentence(fields, message):
 
 
 def test_no_kind_may_take_a_namespace_the_memory_code_keeps_for_itself():
-    assert set(RESERVED_NAMES) == {HISTORY, *INTERNAL_NAMESPACES}
+    assert set(RESERVED_NAMES) == {HISTORY, DONE_LOG, *INTERNAL_NAMESPACES}
 
 
 def test_a_kind_is_found_by_name_and_an_unknown_name_says_so():
@@ -121,6 +122,15 @@ class Tone(BaseModel):
             "has expiring_statuses, which must be status values that are not open ones",
         ),
         ({"expiring_statuses": "done"}, "needs expiring_statuses as a list of strings, not one string"),
+        ({"done_status": "done"}, "needs done_status and completed_field together"),
+        (
+            {"status_field": "phone", "open_statuses": ("x",), "done_status": "x", "completed_field": "name"},
+            "needs done_status and completed_field together, with a status_field whose done_status is not open",
+        ),
+        (
+            {"status_field": "phone", "open_statuses": ("x",), "done_status": "y", "completed_field": "finished"},
+            "has completed_field 'finished', which is not a field of Contact",
+        ),
         ({"prompt_tokens": 0}, "has prompt_tokens 0; it must be a positive number or None"),
         ({"columns": (Column("email"),)}, "has a column that is not a Column of a field of Contact"),
         ({"context_kinds": ("contact",)}, "has context_kinds 'contact', which is not the name of another kind"),

@@ -16,6 +16,7 @@ from graph.memory.admin import EXPORT_FORMAT, InvalidExportError, import_memorie
 from graph.memory.changes import IrreversibleChangeError, list_history, undo_change
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS, INSTRUCTIONS
 from graph.memory.own_words import PASTED_PARAGRAPH_TOKENS, split_message
+from graph.memory.pending import list_pending
 from graph.memory.store import namespace
 from graph.nodes.update import MEMORY_UPDATE_EVENT
 from graph.runtime import runtime_of
@@ -23,7 +24,7 @@ from graph.server.memory_page import PageError, read_memories, save_document
 from graph.settings import Settings, SettingsError
 from graph.text_tokens import count_text_tokens
 from prompts import PROPOSAL_OUTDATED, TEXT_TOO_LONG, TEXT_UNCHANGED
-from testing.helpers import config, instructions_of
+from testing.helpers import config, instructions_of, kept
 from testing.scripted_model import route, say
 
 VENDORS = "Name local vendors."
@@ -116,6 +117,7 @@ def test_a_pasted_email_is_held_as_a_proposal_shown_in_full_and_nothing_is_saved
     assert answer.status == "error" and f"+ {EVIL}" in answer.text and f'send "confirm {code}"' in answer.text
     assert answer.artifact["proposal"]["after"] == {"memory": f"{VENDORS} {EVIL}"}
     assert len(model.calls_in("task_maistro")) == 2 and thread[-1].text == "Not saved.", "the reply tells the user"
+    assert list_pending(agent.store, "Lance") == [], "a held change waits for its code in the chat, not as pending"
 
     model.add("task_maistro", say("Hello!"))
     streamed(agent, "Hi there", thread_id="a-new-thread")
@@ -137,6 +139,8 @@ def test_the_users_own_code_in_a_later_message_saves_exactly_the_proposal_once_w
         "tool_call_id": thread[-3].tool_calls[0]["id"],
         "notes": [f"Instructions updated:\n  + {EVIL}"],
         "failed": False,
+        "changes": [{"action": "updated", "key": INSTRUCTIONS.key, "field": "memory", "old": VENDORS, "new": f"{VENDORS} {EVIL}"}],
+        "pending": None,
         "diff": [f"+ {EVIL}"],
         "proposal": None,
         "sources": [instruction_entries(agent)[0]["source"]],
@@ -329,7 +333,7 @@ def test_the_cap_lets_n_characters_through_and_refuses_n_plus_one_with_one_sente
     assert instructions_of(agent) == letter * 120 and len(instruction_entries(agent)) == 1
     problem = "the text is 121 characters, over the 120 the instructions may hold (MAISTRO_MAX_INSTRUCTION_CHARS)"
     assert answer_of(thread).text == TEXT_TOO_LONG.format(memory="instructions", problem=problem)
-    assert event["notes"] == [f"Instructions not updated: {problem}"] and event["failed"] and event["diff"] == []
+    assert event["notes"] == [f"Instructions not updated: {problem}{kept(agent.store)}"] and event["failed"] and event["diff"] == []
     assert thread[-1].text == "Your instructions would be too long; shorten them."
 
 

@@ -16,7 +16,7 @@ from testing.helpers import profile_of, turn
 from testing.openai_stub import OpenAIStub, StubError, json_reply, text_reply, tool_calls_reply, tool_names
 from testing.stub_script import route, update
 
-PROFILE_NEWS = {"name": "Lance", "location": None, "job": None, "connections": [], "interests": []}
+PROFILE_NEWS = {"name": "Lance", "location": None, "job": None, "connections": [], "interests": [], "timezone": None}
 
 
 def client(stub: OpenAIStub, model: str = "smollm2") -> ChatOpenAI:

@@ -16,7 +16,7 @@ from testing.openai_stub import OpenAIStub, json_reply, json_schema, text_reply
 from testing.stub_script import route
 
 ROOT = Path(__file__).resolve().parents[2]
-PROFILE_NEWS = {"name": None, "location": None, "job": None, "connections": [], "interests": []}
+PROFILE_NEWS = {"name": None, "location": None, "job": None, "connections": [], "interests": [], "timezone": None}
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from graph.nodes.update import MEMORY_UPDATE_EVENT
 from graph.thread.reply_last import calls_message_id
 from prompts import DROPPED_PATCH_PROBLEM, EXTRACTION_FAILED, REPLY_AFTER_UPDATES_RULE, REPLY_FIRST_RULE
 from testing.bookkeeping import assert_tool_calls_answered
-from testing.helpers import config, profile_of, todos, turn
+from testing.helpers import config, kept, profile_of, todos, turn
 from testing.scripted_model import calls, document, patch, profile, replace, route, say, sequential_calls, todo
 from testing.stored_names import TODO
 
@@ -252,7 +252,7 @@ def test_the_updates_stream_their_notes_as_custom_events(agent, model):
 
     by_kind = {event["kind"]: event for event in events}
     assert by_kind["profile"]["notes"] == ["Profile updated (location)"] and not by_kind["profile"]["failed"]
-    assert by_kind["todo"] == {**by_kind["todo"], "notes": ["ToDo list not updated: the update failed"], "failed": True}
+    assert by_kind["todo"] == {**by_kind["todo"], "notes": [f"ToDo list not updated: the update failed{kept(agent.store)}"], "failed": True}
     routing = agent.get_state(config()).values["messages"][1]
     assert {event["tool_call_id"] for event in events} == {call["id"] for call in routing.tool_calls}
 

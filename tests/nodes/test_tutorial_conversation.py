@@ -14,7 +14,7 @@ TOOL_ANSWERS = {
     "swim": f"ToDo list changes:\ncreated: {SWIM}",
     "lock": f"ToDo list changes:\ncreated: {LOCK}\nupdated: {SWIM} (solutions)",
     "remove toyota": f"ToDo list changes:\ndeleted: {TOYOTA}",
-    "lock done": f"ToDo list changes:\nupdated: {LOCK} (status)",
+    "lock done": f"ToDo list changes:\nupdated: {LOCK} (status, completed_at)",
 }
 
 
@@ -29,7 +29,10 @@ def test_tutorial_conversation(agent, model, reply_timing):
             model.add(node, *replies)
         thread = turn(agent, played.message, thread_id="2" if played.new_thread else "1", reply_timing=reply_timing)
 
-        assert todos(agent) == played.todos, played.key
+        stored = todos(agent)
+        finished = {task: todo.pop("completed_at") for task, todo in stored.items() if "completed_at" in todo}
+        assert stored == played.todos, played.key
+        assert set(finished) == {task for task, todo in stored.items() if todo["status"] == "done"}, "done ones say when"
         assert profile_of(agent) == LANCE
         if played.key in TOOL_ANSWERS:
             assert thread[2 - len(shape)].content == TOOL_ANSWERS[played.key]

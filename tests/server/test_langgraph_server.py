@@ -293,12 +293,15 @@ def test_a_memory_turn_streams_the_reply_before_the_update_and_its_note_with_one
     assert [m["type"] for m in thread] == ["human", "ai", "tool", "ai"], "the turn ends with its reply"
     assert thread[-1]["content"] == reply and thread[-1]["id"] == next(m["id"] for m in messages if m.get("content"))
     (custom,) = [part.data for part in parts if part.event == "custom"]
+    (created,) = custom["memory_update"].pop("changes")
+    assert (created["action"], created["field"], created["old"], created["new"]["task"]) == ("created", None, None, "Book a dentist")
     assert custom == {
         "memory_update": {
             "kind": "todo",
             "tool_call_id": thread[1]["tool_calls"][0]["id"],
             "notes": ["ToDo added: Book a dentist"],
             "failed": False,
+            "pending": None,
         }
     }
     assert [kind_of(request) for request in stub.requests[sent:]] == ["chat", "todo"]

@@ -8,6 +8,7 @@ Every page must log no JavaScript error. Screenshots land in `tests/server/scree
 
 import json
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 
 import httpx
@@ -17,7 +18,7 @@ from langgraph_sdk.client import SyncLangGraphClient
 from langgraph_sdk.errors import APIStatusError
 from playwright.sync_api import Browser, Locator, Page, expect
 
-from graph.memory.store import HISTORY, user_label
+from graph.memory.store import HISTORY, PENDING, user_label
 from graph.server.limits import MAX_STORE_VALUE_BYTES
 from graph.server.memory_api import MAX_BODY_BYTES
 from testing.aegra_server import SERVER_KINDS, api_server
@@ -186,7 +187,9 @@ def test_a_user_sees_what_a_chat_saved_edits_deletes_and_undoes_and_the_store_fo
 
     page.get_by_role("button", name=f"Mark done: {LOCK['task']}").click()
     expect(page.get_by_role("status")).to_have_text(f"Marked done: “{LOCK['task']}”.")
-    assert stored_todos(alice, ALICE)[LOCK["task"]] == (keys[LOCK["task"]], {**LOCK, "status": "done"})
+    key, marked = stored_todos(alice, ALICE)[LOCK["task"]]
+    finished = datetime.fromisoformat(marked.pop("completed_at"))  # the page's edit records when
+    assert (key, marked) == (keys[LOCK["task"]], {**LOCK, "status": "done"}) and finished.tzinfo is not None
     assert stored_history(alice, ALICE)[-1]["message"] == f"Changed status {PAGE_SOURCE}"
     expect(page.locator("#kind-todo h3")).to_have_text([TOYOTA["task"], SWIM["task"], LOCK["task"]])
     todos = page.locator("#kind-todo")
@@ -339,6 +342,48 @@ def test_the_other_user_sees_and_changes_none_of_it(server, script, open_tab):
             assert answer.status_code == 401 and answer.json()["detail"], (method, url, headers)
     assert (stored_todos(alice, ALICE), stored_history(alice, ALICE), stored(alice, PROFILE, ALICE, PROFILE_KEY)) == alice_before
     assert before["status"] == "not started"
+
+
+def failed_chat(client: SyncLangGraphClient, script: Script, text: str) -> None:
+    """One chat turn whose ToDo extraction the stub answers in text: the update fails and is kept as pending."""
+    script.add("chat", update("todo", content="I'll add it."), text_reply("Sorry, that did not save."))
+    script.add("todo", text_reply("Sure, it is on your list."))
+    play(client, new_thread(client), text)
+
+
+def test_a_failed_update_is_not_saved_yet_on_the_page_where_it_is_retried_or_dropped_by_its_user_alone(server, script, open_tab):
+    alice = sdk(server, ALICE)
+    failed_chat(alice, script, "Remind me to renew the car registration.")
+    failed_chat(alice, script, "Remind me to water the ferns on the balcony.")
+    api, as_alice, as_bob = f"{server}/memories/api", {"X-Api-Key": TOKENS[ALICE]}, {"X-Api-Key": TOKENS[BOB]}
+    kept = {entry["message"]: entry for entry in httpx.get(f"{api}/memories", headers=as_alice, timeout=WAIT).json()["pending"]}
+    ferns = kept["Remind me to water the ferns on the balcony."]
+    assert httpx.get(f"{api}/memories", params={"user_id": ALICE}, headers=as_bob, timeout=WAIT).json()["pending"] == []
+    for method, url in (("POST", f"{api}/pending/{ferns['id']}/retry"), ("DELETE", f"{api}/pending/{ferns['id']}")):
+        assert httpx.request(method, url, params={"user_id": ALICE}, headers=as_bob, timeout=WAIT).status_code == 404
+    for client in (alice, sdk(server, BOB)):  # the store API reaches no pending change, not even its owner's
+        with pytest.raises(APIStatusError) as refused:
+            client.store.search_items((PENDING, user_label(ALICE)), limit=100)
+        assert refused.value.response.status_code == 403
+        with pytest.raises(APIStatusError):
+            client.store.delete_item((PENDING, user_label(ALICE)), ferns["id"])
+    page = open_tab()
+    sign_in(page, server, TOKENS[ALICE])
+
+    registration = page.locator("#pending-list > li", has_text="“Remind me to renew the car registration.”")
+    expect(registration).to_contain_text("ToDo list not saved: the model answered in text instead of calling the tool")
+    script.add("todo", tool_calls_reply(("ToDo", {"task": "Renew the car registration", "solutions": ["Renew online"]})))
+    registration.get_by_role("button", name="Retry").click()
+    expect(page.get_by_role("status")).to_have_text("Saved: ToDo added: Renew the car registration")
+    expect(page.get_by_role("heading", name="Renew the car registration")).to_be_visible()
+    expect(registration).to_have_count(0)
+    screenshot(page.locator("#pending"), "pending-changes.png")
+    page.locator("#pending-list > li", has_text="ferns").get_by_role("button", name="Drop").click()
+    expect(page.get_by_role("status")).to_contain_text("Dropped: ToDo list not saved")
+    expect(page.locator("#pending-list > li", has_text="ferns")).to_have_count(0)
+    assert not [entry for entry in httpx.get(f"{api}/memories", headers=as_alice, timeout=WAIT).json()["pending"]
+                if "ferns" in entry["message"] or "registration" in entry["message"]]
+    assert "Water the ferns" not in " ".join(stored_todos(alice, ALICE))
 
 
 def test_a_wrong_token_is_refused_with_one_sentence(server, open_tab):

@@ -26,9 +26,10 @@ from graph.memory.changes import (
     undo_change,
 )
 from graph.memory.conditions import ConflictError
+from graph.memory.pending import list_pending
 from graph.memory.store import namespace
 from graph.server.memory_page import PageError, edit_document
-from prompts import UPDATE_CONFLICT
+from prompts import CONFLICT_PROBLEM, UPDATE_CONFLICT
 from testing.helpers import todos, turn
 from testing.scripted_model import calls, doc_id_of, patch, replace, route, say, todo
 from testing.stored_names import TODO
@@ -101,6 +102,9 @@ def test_a_document_that_keeps_changing_during_a_turn_is_left_as_edited_and_the_
         "Remind me to water the plants.", page_edit, page_edit
     ], "only the other writer's edits were recorded"
     assert thread[-2].text == UPDATE_CONFLICT.format(memory="ToDo")
+    (pending,) = list_pending(agent.store, "Lance")
+    assert (pending.kind, pending.problem) == ("todo", CONFLICT_PROBLEM.format(memory="ToDo"))
+    assert [change["after"]["deadline"] for change in pending.proposal] == [DEADLINE], "what it proposed is kept"
 
 
 def store_reads_then(store, monkeypatch, edit) -> None:

@@ -319,6 +319,7 @@ function render() {
   keepingFocus(() => {
     renderSections();
     renderKinds();
+    renderPending();
     renderHistory();
   });
 }
@@ -361,6 +362,7 @@ function renderSections() {
   $("search-form").hidden = !state.view.kinds.some((kind) => kind.searchable);
   $("sections").replaceChildren(
     ...state.view.kinds.map((kind) => el("a", { href: `#${panelId(kind)}`, text: capitalized(kind.title) })),
+    ...(state.view.pending.length ? [el("a", { href: "#pending", text: "Not saved yet" })] : []),
     el("a", { href: "#history", text: "History" }),
   );
 }
@@ -854,6 +856,47 @@ function renderHistory() {
   $("history-list").replaceChildren(...history.map(historyItem));
   $("history-empty").hidden = history.length > 0;
   $("more-history").hidden = history.length >= total;
+}
+
+// --- pending changes: the updates that failed, to retry or drop ------------------------------------------------
+
+function pendingItem(entry) {
+  const kind = kindNamed(entry.kind);
+  const title = `${kind ? capitalized(kind.title) : entry.kind} not saved: ${entry.problem}`;
+  return el("li", {},
+    el("div", {},
+      el("p", { class: "when" }, el("time", { datetime: entry.time, text: showDate(entry.time) })),
+      el("p", { class: "what", text: title }),
+      entry.message ? el("p", { class: "message", text: quoted(shorten(entry.message, 200)) }) : null,
+    ),
+    el("div", { class: "buttons" },
+      el("button", {
+        type: "button", "data-focus": `retry:${entry.id}`, "aria-label": `Retry: ${title}`, text: "Retry",
+        onclick: (event) => retryPending(entry, event.currentTarget),
+      }),
+      el("button", {
+        type: "button", class: "quiet", "data-focus": `drop:${entry.id}`, "aria-label": `Drop: ${title}`, text: "Drop",
+        onclick: (event) => dropPending(entry, title, event.currentTarget),
+      }),
+    ),
+  );
+}
+
+// Retry one: the notice gives the notes of what it saved, or says it is still not saved and why.
+function retryPending(entry, button) {
+  return change(button, () => api("POST", `pending/${encodeURIComponent(entry.id)}/retry`),
+    (data) => `${data.failed ? "Still not saved" : "Saved"}: ${data.notes.join(" ")}`);
+}
+
+function dropPending(entry, title, button) {
+  return change(button, () => api("DELETE", `pending/${encodeURIComponent(entry.id)}`), () => `Dropped: ${title}.`);
+}
+
+function renderPending() {
+  const { pending } = state.view;
+  $("pending").hidden = pending.length === 0;
+  $("pending-count").textContent = `(${pending.length})`;
+  $("pending-list").replaceChildren(...pending.map(pendingItem));
 }
 
 // --- signing in and out --------------------------------------------------------------------------------------
