@@ -25,6 +25,7 @@ An update that fails for any of these reasons is not lost: it is kept as a pendi
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
+from datetime import datetime, timezone
 from functools import cached_property
 from typing import Any
 
@@ -199,7 +200,7 @@ Report = Callable[[UpdateRequest, list[MemoryChange]], str]
 
 def change_context(request: UpdateRequest) -> ChangeContext:
     """The thread, the user's message and a replay-stable seed for the history of this update, and for the changes'
-    sources the message's id, the time (the turn's: the update follows the message within it) and the run's model.
+    sources the message's id, when it was said (`said_at`) and the run's model.
 
     The message is cut to what a prompt shows (`bound_message`) and redacted with the user's earlier
     messages as context, so a secret split across messages ("my wifi password is" … "hunter2") is not kept.
@@ -217,9 +218,17 @@ def change_context(request: UpdateRequest) -> ChangeContext:
         message=message,
         seed=routing_seed(request.messages, request.calls[0]["id"] if request.calls else ""),
         message_id=(human.id or "") if human else "",
-        said_at=now_iso(),
+        said_at=said_at(request.context),
         model=request.context.model,
     )
+
+
+def said_at(context: RunContext) -> str:
+    """When the user said what the update saves, ISO 8601 in UTC: the run's `message_time` when the client sent one,
+    else now (the update runs within the turn of the message)."""
+    if context.message_time:
+        return datetime.fromisoformat(context.message_time).astimezone(timezone.utc).isoformat()
+    return now_iso()
 
 
 def saved_sources(context: ChangeContext, kind: MemoryKind, saved: Sequence[MemoryChange]) -> list[dict[str, str]]:

@@ -4,7 +4,7 @@ written with the change; a replaced value or a deleted document is kept as a pas
 puts the sources back; history retention leaves the sources alone; a long or secret-bearing message is quoted
 bounded and redacted; the update's stream event carries the sources."""
 
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 
 from langchain_core.messages import HumanMessage
 
@@ -133,3 +133,14 @@ def test_the_update_event_carries_the_source_of_each_change_saved(agent, model):
 
     stored = current_source(agent.store, "Lance", PROFILE_KIND, PROFILE_KEY, "location")
     assert event["sources"] == [stored] and stored["quote"] == SAID_OAKLAND
+
+
+def test_the_source_is_dated_by_the_message_time_the_client_sent(agent, model):
+    model.add("task_maistro", route("user"), say("Noted."))
+    model.add("update_profile", calls(profile(location="Oakland")))
+    sent = datetime.now(timezone(timedelta(hours=-8))).replace(microsecond=0) - timedelta(hours=3)
+
+    turn(agent, SAID_OAKLAND, message_time=sent.isoformat())
+
+    source = current_source(agent.store, "Lance", PROFILE_KIND, PROFILE_KEY, "location")
+    assert datetime.fromisoformat(source["said_at"]) == sent and source["said_at"].endswith("+00:00")
