@@ -68,6 +68,16 @@ MEMORY_SECTION = """Here is the current {memory} of the user (may be empty if no
 {content}
 </{name}>"""
 
+SOURCES_SECTION = """Where the memories above came from (the user asked): answer from these lines only, quoting the user's words and the date; for a memory not listed, say you have no record of where it came from.
+<sources>
+{lines}
+</sources>"""
+
+PAST_SECTION = """What the user's memories held before and no longer hold (the user asked; most recent first, each with when it held): answer from these lines only.
+<past_facts>
+{lines}
+</past_facts>"""
+
 GUIDANCE_SECTION = """Here is the user's {memory}: guidance for you to follow in every reply (may be empty if nothing has been saved yet):
 <{name}>
 {content}

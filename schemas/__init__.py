@@ -94,7 +94,7 @@ class Instructions(BaseModel):
 class HistoryEntry(BaseModel):
     """One recorded change to a memory document: what it was before and after, and the message behind it.
 
-    Strict: every field but `undoes` is required, none may be added, and none is coerced from another type.
+    Strict: every field but `undoes`, `source` and `sources_before` is required, none may be added, and none is coerced from another type.
     Every entry this project has written carries them all; `graph.memory.changes.list_history` still reads
     hand-made entries that lack `order`, `thread_id` or `message`.
     """
@@ -112,6 +112,12 @@ class HistoryEntry(BaseModel):
     before: Optional[dict] = Field(description="The document before the change (None: it was created).")
     after: Optional[dict] = Field(description="The document after the change (None: it was deleted).")
     undoes: Optional[str] = Field(None, description="The id of the change this one reverts, for an undo.")
+    source: Optional[dict[str, str]] = Field(
+        None, description="Where the change came from: thread, message id, quoted words, when said, model (older entries: none)."
+    )
+    sources_before: Optional[dict[str, Optional[dict[str, str]]]] = Field(
+        None, description="The sources of the values the change replaced, by source key, restored by its undo."
+    )
 
     @field_validator("time")
     @classmethod

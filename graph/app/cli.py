@@ -212,16 +212,34 @@ def _show(kind: "MemoryKind", user: str | None, as_json: bool, data_dir: Path | 
             Console().print(memory_view(store, kind, user_id))
 
 
-def _show_named(name: str, user: str | None, as_json: bool, data_dir: Path | None) -> None:
-    """Show the declared memory kind called `name`; one sentence naming the declared kinds when there is none."""
+def _declared(name: str) -> "MemoryKind":
+    """The declared memory kind called `name`; one sentence naming the declared kinds, and exit 1, when there is none."""
     from graph.memory.kinds import UnknownKindError, configured_kinds, kind_named
 
     kinds = configured_kinds()
     try:
-        chosen = kind_named(kinds, name)
+        return kind_named(kinds, name)
     except UnknownKindError:
         _fail(f"There is no memory kind {name!r}; the kinds are {', '.join(known.name for known in kinds)}.")
-    _show(chosen, user, as_json, data_dir)
+
+
+def _show_named(name: str, user: str | None, as_json: bool, data_dir: Path | None) -> None:
+    """Show the declared memory kind called `name`; one sentence naming the declared kinds when there is none."""
+    _show(_declared(name), user, as_json, data_dir)
+
+
+def _show_past(name: str, user: str | None, as_json: bool, data_dir: Path | None) -> None:
+    """Show the past facts of the declared memory kind called `name` (`graph.app.provenance_cli`)."""
+    from graph.app.provenance_cli import past_lines
+    from graph.memory.provenance import past_facts
+
+    kind, user_id = _declared(name), _user(user)
+    with _store(data_dir) as store:
+        if as_json:  # shaped like the "past_facts" section of `maistro export`
+            facts = {item.key: item.value for item in past_facts(store, user_id, kind)}
+            typer.echo(json.dumps(facts, ensure_ascii=False, indent=2))
+            return
+        typer.echo("\n".join(past_lines(store, kind, user_id)))
 
 
 @app.command()
@@ -332,9 +350,32 @@ def show(
     user: UserOption = None,
     as_json: JsonOption = False,
     data_dir: DataDirOption = None,
+    past: Annotated[bool, typer.Option("--past", help="Show the facts it held that were replaced or deleted, with when they held.")] = False,
 ) -> None:
-    """Show one memory kind of a user: a table of its documents, or its text."""
-    _show_named(kind, user, as_json, data_dir)
+    """Show one memory kind of a user: a table of its documents, or its text; with --past, what it held before."""
+    (_show_past if past else _show_named)(kind, user, as_json, data_dir)
+
+
+@app.command()
+def why(
+    kind: Annotated[str, typer.Argument(help="A memory kind's name: profile, todo, instructions, or one MAISTRO_MEMORY_KINDS adds.")],
+    name: Annotated[str | None, typer.Argument(help="A field of a single document (location), or a document's key or summary (a task).")] = None,
+    user: UserOption = None,
+    as_json: JsonOption = False,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Show where a memory's current value came from: the user's words, the thread, the date and the model."""
+    from graph.app.provenance_cli import UnknownMemoryError, why_json, why_lines
+
+    chosen, user_id = _declared(kind), _user(user)
+    with _store(data_dir) as store:
+        try:
+            if as_json:
+                typer.echo(json.dumps(why_json(store, chosen, user_id, name), ensure_ascii=False, indent=2))
+                return
+            typer.echo("\n".join(why_lines(store, chosen, user_id, name)))
+        except UnknownMemoryError as error:
+            _fail(str(error))
 
 
 @app.command()

@@ -42,6 +42,7 @@ CATEGORIES = (
     "time-zones",
     "what-is-due",
     "stale",
+    "provenance",
 )
 Alternatives = str | list[str]
 

@@ -27,6 +27,7 @@ from pydantic import ConfigDict
 
 from graph.eval.cases import Case, Play, TodoFields, Turn
 from graph.eval.dates import resolve_date
+from graph.memory.source_lines import asks_for_source
 from graph.thread.model_message import UPDATE_TOOL
 
 FLAWS = {
@@ -35,6 +36,7 @@ FLAWS = {
     "ignores-deletions": "never removes a ToDo the user no longer needs",
     "wrong-language": "always replies in English",
     "stores-secret": "writes the secret the user mentioned into the memory it updates",
+    "invents-source": "asked where a memory came from, makes up a source instead of quoting the one it was given",
     "ignores-notes": "overlooks the notes the prompt adds below a list (stale ToDos, the done log's counts)",
     "text-tool-calls": "writes its UpdateMemory calls as text, the whole reply <tool_call>…</tool_call> blocks (Hermes, "
     "Qwen), instead of calling the tool",
@@ -47,6 +49,8 @@ CHAT_MARKER = "helping them keep track of their ToDo list"
 INSTRUCTIONS_MARKER = "update your instructions for how to update ToDo list items"
 REPLY_FIRST_MARKER = "in the same message as any UpdateMemory calls"
 ENGLISH_REPLY = "Okay, noted."
+# What a player that invents sources says the user told it.
+INVENTED_SOURCE = "You mentioned it when we first talked."
 # What an extraction answered in text says (a turn whose play is `unusable`).
 UNUSABLE_ANSWER = "Sure, I have saved that for you."
 # The user's today as the prompts give it (the chat context and the extraction instructions), and the chat
@@ -148,6 +152,9 @@ class Player:
     def reply(self, turn: Turn, view: PromptView) -> str:
         """The turn's reply, with each fact it must mention that the prompt's memories or conversation hold."""
         text = ENGLISH_REPLY if self.flaw == "wrong-language" else turn.play.reply
+        if self.flaw == "invents-source" and asks_for_source(turn.user):
+            return f'{text} "{INVENTED_SOURCE}"'
+        facts = [found for fact in turn.mention if (found := _found(fact, view.context))]
         if turn.play.due:
             return " ".join([text, *self.due_tasks(turn.play.due, view)])
         context = view.context

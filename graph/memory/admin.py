@@ -16,12 +16,14 @@ from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, do
 from graph.memory.done_log import log_namespace, logged_kinds, move_finished, recount, valid_entry
 from graph.memory.export_file import InvalidExportError, shape_problem, shown
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS, MemoryKind, UnknownKindError, kind_named, undeclared_kind
+from graph.memory.provenance import past_fact_problem, past_facts
 from graph.memory.redaction import redact, redact_text
 from graph.memory.store import (
     DONE_LOG,
     HISTORY,
     INTERNAL_NAMESPACES,
     PAGE_SIZE,
+    PAST,
     UNSTORABLE_CHARACTERS,
     namespace,
     search_all,
@@ -47,8 +49,9 @@ def export_memories(store: BaseStore, user_id: str, kinds: Sequence[MemoryKind] 
     sorted. A section for each of `kinds` (the graph's; default: the default kinds), then one for
     each memory namespace `(name, user)` of a kind not declared, as it is stored (`undeclared_sections` names
     them), then the history, then (when the user has one) the done logs, `"done_log": {kind: {key: entry}}`
-    (`graph.memory.done_log`; their counts are not exported: an import counts again). The agent's own bookkeeping
-    (`INTERNAL_NAMESPACES`) is not the user's memory, and is left out."""
+    (`graph.memory.done_log`; their counts are not exported: an import counts again), then (when there are any) the
+    past facts (`graph.memory.provenance`). The agent's own bookkeeping (`INTERNAL_NAMESPACES`) is not the user's
+    memory, and is left out."""
     stored: dict[str, dict[str, Any]] = {}
     logs: dict[str, dict[str, Any]] = {}
     for item in user_items(store, user_id):
@@ -62,12 +65,14 @@ def export_memories(store: BaseStore, user_id: str, kinds: Sequence[MemoryKind] 
         exported[name] = dict(sorted(stored.get(name, {}).items()))
     if logs:
         exported[DONE_LOG] = {name: dict(sorted(entries.items())) for name, entries in sorted(logs.items())}
+    if past := {item.key: item.value for item in past_facts(store, user_id)}:
+        exported[PAST] = dict(sorted(past.items()))
     return exported
 
 
 def undeclared_sections(data: Mapping[str, Any], kinds: Sequence[MemoryKind]) -> list[str]:
     """The sections of an export that hold memories of kinds not among `kinds` (they travel as stored)."""
-    return [name for name in data if name not in {"format", DONE_LOG, *sections(kinds)}]
+    return [name for name in data if name not in {"format", DONE_LOG, PAST, *sections(kinds)}]
 
 
 def _key_problem(key: Any) -> str | None:
@@ -106,6 +111,15 @@ def _history_problem(key: str, value: Any, now: datetime, kinds: Sequence[Memory
     return None
 
 
+def _past_kind_problem(fact: dict[str, Any], kinds: Sequence[MemoryKind]) -> str | None:
+    """Why a past fact's kind cannot be kept for a user (one that no memory can be called); None when it can."""
+    try:
+        kind_named(kinds, fact["kind"])
+    except UnknownKindError:
+        return _placement_problem(fact["kind"])
+    return None
+
+
 def _placement_problem(name: str) -> str | None:
     """Why documents of the undeclared kind `name` cannot be stored for a user; None when they can."""
     if name in INTERNAL_NAMESPACES:
@@ -122,6 +136,8 @@ def _item_problem(section: str, key: Any, value: Any, now: datetime, kinds: Sequ
         return problem
     if section == HISTORY:
         return _history_problem(key, value, now, kinds)
+    if section == PAST:
+        return past_fact_problem(key, value, now + CLOCK_ALLOWANCE) or _past_kind_problem(value, kinds)
     try:
         kind = kind_named(kinds, section)
     except UnknownKindError:  # a kind not declared: any JSON object, as it was stored
@@ -141,7 +157,7 @@ def _checked_export(data: Any, kinds: Sequence[MemoryKind]) -> dict[str, dict[st
             raise InvalidExportError(f'the section "{shown(name)}" cannot be imported: {problem}')
     now = datetime.now(timezone.utc)
     checked: dict[str, dict[str, Any]] = {}
-    for name in (*sections(kinds)[:-1], *undeclared, HISTORY):
+    for name in (*sections(kinds)[:-1], *undeclared, HISTORY, PAST):
         section = data.get(name) or {}
         if not isinstance(section, Mapping):
             raise InvalidExportError(f'"{name}" must map keys to values')
@@ -202,7 +218,9 @@ def import_memories(
     history entry may name. Every item is
     checked first: memories against their stored schemas (`MemoryKind.stored_schema`), history
     entries against `HistoryEntry` and their documents against their memory's schema, not dated in the future;
-    keys are non-empty, at most `MAX_KEY_LENGTH` characters, without control characters. The first problem
+    keys are non-empty, at most `MAX_KEY_LENGTH` characters, without control characters; past facts
+    (`graph.memory.provenance.PastFact`, the `past_facts` section) keyed by the change that ended them, their times
+    ISO 8601 with an offset, not in the future, `valid_from` not after `valid_to`. The first problem
     raises `InvalidExportError` with one sentence, and nothing is written. Secrets are redacted from keys and
     values. The export's history is written as it is; then each memory's documents go the way every change
     does (`graph.memory.changes.commit_changes`): a document the import creates or replaces gets a history
@@ -217,6 +235,8 @@ def import_memories(
     logs = _checked_done_log(data, kinds)
     if checked[HISTORY]:
         store.batch([PutOp(namespace(HISTORY, user_id), key, entry, index=False) for key, entry in checked[HISTORY].items()])
+    if checked[PAST]:
+        store.batch([PutOp(namespace(PAST, user_id), key, fact, index=False) for key, fact in checked[PAST].items()])
     context = ChangeContext(thread_id="", message=IMPORT_MESSAGE, seed=f"import/{uuid.uuid4()}")
     for kind in [*kinds, *map(undeclared_kind, undeclared_sections(checked, kinds))]:
         ns = namespace(kind, user_id)
@@ -233,7 +253,7 @@ def import_memories(
         store.batch([PutOp(log_namespace(kind, user_id), key, entry, index=False) for key, entry in entries.items()])
         recount(store, user_id, kind)
     move_finished(store, user_id, kinds, force=True)  # done documents finished long ago move now
-    counts = {name: len(section) for name, section in checked.items()}
+    counts = {name: len(section) for name, section in checked.items() if name != PAST or section}
     if logs:
         counts[DONE_LOG] = sum(len(entries) for entries in logs.values())
     return counts

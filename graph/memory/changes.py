@@ -35,6 +35,15 @@ from graph.memory.entries import UnknownChangeError, readable_entry
 from graph.memory.history import find_change, latest_change, newest_history
 from graph.memory.index_outage import write_saving_unindexed
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS, MemoryKind, UnknownKindError, kind_named, undeclared_kind
+from graph.memory.provenance import (
+    ended_facts,
+    now_iso,
+    provenance_ops,
+    read_sources,
+    source_of,
+    touched_sources,
+    undo_ops,
+)
 from graph.memory.redaction import redact
 from graph.memory.store import HISTORY, namespace
 from schemas import HistoryEntry
@@ -95,13 +104,17 @@ class MemoryChange:
 
 @dataclass(frozen=True)
 class ChangeContext:
-    """Where changes come from: the thread, the user's message, and a seed that makes entry ids replay-stable;
-    `settles`, for the retry of a pending change (`graph.memory.pending.settle_op`), is the condition and the
-    delete that remove it in the batch that saves."""
+    """Where changes come from: the thread, the user's message (redacted), a seed that makes entry ids replay-stable;
+    for the changes' sources (`graph.memory.provenance`) the message's id, when it was said (ISO 8601; "": when the
+    change is written) and the model that proposed them ("" for none); `settles`, for the retry of a pending change
+    (`graph.memory.pending.settle_op`), is the condition and the delete that remove it in the batch that saves."""
 
     thread_id: str
     message: str
     seed: str
+    message_id: str = ""
+    said_at: str = ""
+    model: str = ""
     settles: tuple[Unchanged, PutOp] | None = None
 
 
@@ -149,9 +162,15 @@ def entry_id(seed: str, kind: MemoryKind, order: int) -> str:
 
 
 def history_ops(
-    user_id: str, kind: MemoryKind, changes: Sequence[MemoryChange], context: ChangeContext, undoes: str | None = None
+    user_id: str,
+    kind: MemoryKind,
+    changes: Sequence[MemoryChange],
+    context: ChangeContext,
+    undoes: str | None = None,
+    provenance: Sequence[dict[str, Any]] = (),
 ) -> list[PutOp]:
-    """Store operations recording `changes` in the user's history (`undoes`: the change they revert)."""
+    """Store operations recording `changes` in the user's history (`undoes`: the change they revert; `provenance`:
+    each change's `source` and `sources_before`, `change_provenance`)."""
     time = datetime.now(timezone.utc).isoformat()
     ops = []
     for order, change in enumerate(changes):
@@ -167,9 +186,39 @@ def history_ops(
             before=change.before,
             after=change.after,
             **({"undoes": undoes} if undoes else {}),
+            **(provenance[order] if provenance else {}),
         )
         ops.append(PutOp(namespace(HISTORY, user_id), entry.id, entry.model_dump(exclude_unset=True), index=False))
     return ops
+
+
+def change_source(context: ChangeContext, kind: MemoryKind, order: int, said_at: str = "") -> dict[str, str]:
+    """The source of the order-th change to `kind` under `context` (`graph.memory.provenance.source_of`), dated
+    `said_at`, else the context's time, else now."""
+    return source_of(entry_id(context.seed, kind, order), context.thread_id, context.message_id, context.message,
+                     said_at or context.said_at or now_iso(), context.model)
+
+
+def change_provenance(
+    store: BaseStore, user_id: str, kind: MemoryKind, changes: Sequence[MemoryChange], context: ChangeContext, undoes: str | None
+) -> tuple[list[dict[str, Any]], list[PutOp]]:
+    """Each change's `source` and `sources_before` for its history entry, and the writes of the memories' sources and
+    past facts (`graph.memory.provenance`): a change gets its context's source; an undo gets none (the undo restores
+    the sources the undone change replaced). Only the sources of documents that exist are read: a new one has none."""
+    touched = [touched_sources(kind, change.key, change.before, change.after) for change in changes]
+    replacing = [key for change, keys in zip(changes, touched, strict=True) if change.before is not None for key in keys]
+    current = {key: None for keys in touched for key in keys} | read_sources(store, user_id, replacing)
+    said_at = context.said_at or now_iso()
+    entries, ops = [], []
+    for order, (change, keys) in enumerate(zip(changes, touched, strict=True)):
+        before = {key: current[key] for key in keys}
+        if undoes is not None:
+            entries.append({"sources_before": before})
+            continue
+        source = change_source(context, kind, order, said_at)
+        entries.append({"source": source, "sources_before": before})
+        ops.extend(provenance_ops(user_id, kind, change.key, change.before, change.after, source, current))
+    return entries, ops
 
 
 def record_changes(
@@ -179,8 +228,10 @@ def record_changes(
     changes: Sequence[MemoryChange],
     context: ChangeContext,
     undoes: str | None = None,
+    also: Sequence[PutOp] = (),
 ) -> list[dict[str, Any]]:
-    """Write the changes (expiring ones with their TTL, `graph.memory.document_puts`) and their history entries in one batch; returns the entries.
+    """Write the changes (expiring ones with their TTL, `graph.memory.document_puts`), their history entries, their
+    sources and the past facts they end (`change_provenance`), and `also`, in one batch; returns the entries.
 
     This project's stores commit a batch as one transaction (`graph.backends.atomic`): a memory is never
     half-written, and never changed without its history. The batch writes only if every changed document
@@ -188,12 +239,13 @@ def record_changes(
     writing nothing.
     """
     ns = namespace(kind, user_id)
-    records = history_ops(user_id, kind, changes, context, undoes)
+    provenance, sourcing = change_provenance(store, user_id, kind, changes, context, undoes)
+    records = history_ops(user_id, kind, changes, context, undoes, provenance)
     conditions = [
         *(Unchanged(ns, change.key, change.before) for change in changes),
         *(Unchanged(record.namespace, record.key, None) for record in records),
     ]
-    puts = [*(document_put(kind, ns, change.key, change.after) for change in changes), *records]
+    puts = [*(document_put(kind, ns, change.key, change.after) for change in changes), *records, *sourcing, *also]
     if context.settles:
         conditions.append(context.settles[0])
         puts.append(context.settles[1])
@@ -334,5 +386,7 @@ def _undo_once(store: BaseStore, user_id: str, change_id: str | None, kinds: Seq
     action = "deleted" if restored is None else "created" if current is None else "updated"
     revert = MemoryChange(action, target["key"], current.value if current else None, restored)
     context = ChangeContext(thread_id="", message=f"undo {target['id']}", seed=f"undo/{target['id']}/{latest['id']}")
-    (entry,) = record_changes(store, user_id, kind, [revert], context, undoes=target["id"])
+    facts = ended_facts(kind, target["key"], target["before"], target["after"], {}, target["id"], "")
+    restore = undo_ops(user_id, target.get("sources_before"), target["id"], [fact["field"] for fact in facts.values()])
+    (entry,) = record_changes(store, user_id, kind, [revert], context, undoes=target["id"], also=restore)
     return entry

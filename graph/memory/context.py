@@ -80,6 +80,15 @@ class TurnMemories:
         note = self.notes.get(kind.name)
         return "\n".join(part for part in (shown, note) if part) if note else shown
 
+    def shown_documents(self, kinds: Sequence[MemoryKind]) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+        """The (key, document) pairs the chat prompt shows of each kind, by kind name: a collection's chosen ones, a
+        single document under its kind's key."""
+        return {
+            kind.name: [(item.key, item.value) for item in self.prompt[kind.name].items] if kind.collection
+            else [(kind.key, document) for document in self.documents[kind.name]]
+            for kind in kinds
+        }
+
     def context_of(self, kind: MemoryKind, kinds: Sequence[MemoryKind]) -> dict[str, str]:
         """What `kind`'s extraction reads of other kinds (`MemoryKind.context_kinds`), by name: each one's memories
         as the chat prompt shows them; "" for one that `kinds`, the kinds read, do not declare."""

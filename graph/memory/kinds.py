@@ -43,7 +43,7 @@ from schemas import Instructions, Profile, ToDo
 
 # Namespaces the memory code keeps for itself: no kind may take them (graph.memory.store's HISTORY,
 # INTERNAL_NAMESPACES and DONE_LOG, named here too because that module may not import this one back).
-RESERVED_NAMES = ("history", "unindexed", "pending", "done_log")
+RESERVED_NAMES = ("history", "unindexed", "pending", "memory_sources", "past_facts", "done_log")
 # Names the graph uses itself, which no update node may take: the chat node, LangGraph's start and end, and the
 # state's keys (graph/state.py).
 GRAPH_NAMES = (AGENT_NAME, START, END, "messages", "summary", "remaining_steps", "resumed_calls")

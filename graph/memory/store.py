@@ -22,7 +22,11 @@ DONE_LOG = "done_log"
 UNINDEXED = "unindexed"
 # The user's pending changes (`graph.memory.pending`): updates that failed, read and settled only through that module.
 PENDING = "pending"
-INTERNAL_NAMESPACES = (UNINDEXED, PENDING)
+# Where each memory's source and the facts it replaced are kept (`graph.memory.provenance`): the agent's own too,
+# written only with the change they record; an export carries the past facts in a section of their own.
+SOURCES = "memory_sources"
+PAST = "past_facts"
+INTERNAL_NAMESPACES = (UNINDEXED, PENDING, SOURCES, PAST)
 PAGE_SIZE = 200
 # More items than one namespace holds: the limit that makes a search return the whole namespace.
 WHOLE_NAMESPACE = 10_000_000

@@ -24,6 +24,7 @@ from graph.memory.rendering import (
     memory_section,
     tell_user_rules,
 )
+from graph.memory.source_lines import asks_about_past, asks_for_source, past_section, sources_section
 from graph.memory.user_time import asks_for_zone, calendar_text
 from graph.nodes.summary import fold_into_summary, with_summary
 from graph.nodes.update import must_tell_user, routed_here, send_outcome
@@ -106,8 +107,14 @@ def chat_context(
     """The chat prompt's part that changes from turn to turn, placed right before the user's latest message: the
     user's time (the message's, in the user's zone) and calendar, with a note to ask where the user is when no
     zone is known and the user's messages (`said`, oldest first) bring up a relative date for the first time, and a
-    section for each memory kind."""
+    section for each memory kind; when the latest message asks where a memory came from, the sources of the
+    memories shown, and when it asks what held before, the past facts (`graph.memory.source_lines`)."""
     sections = "\n\n".join(memory_section(kind, memories.shown(kind)) for kind in kinds)
+    asked = said[-1] if said else ""
+    if asks_for_source(asked):
+        sections += "\n\n" + sources_section(memories.store, settings.resolved_user_id, kinds, memories.shown_documents(kinds))
+    if asks_about_past(asked):
+        sections += "\n\n" + past_section(memories.store, settings.resolved_user_id)
     now = memories.now or settings.now(memories.zone)
     calendar = calendar_text(now, not settings.zone_name(memories.zone) and asks_for_zone(said, now.date()))
     return SystemMessage(content=CHAT_CONTEXT.format(now=time_text(now), calendar=calendar, memory_sections=sections))

@@ -25,6 +25,7 @@ An update that fails for any of these reasons is not lost: it is kept as a pendi
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
+from datetime import datetime, timezone
 from functools import cached_property
 from typing import Any
 
@@ -38,12 +39,13 @@ from langgraph.store.base import BaseStore, PutOp
 from graph.backends.context_window import model_window
 from graph.backends.json_calls import JsonCallModel
 from graph.backends.model import ChatModelFactory
-from graph.memory.changes import ChangeContext, MemoryChange, commit_changes, committed_changes
+from graph.memory.changes import ChangeContext, MemoryChange, change_source, commit_changes, committed_changes
 from graph.memory.conditions import ConflictError, Unchanged
 from graph.memory.grounding import UserWords
 from graph.memory.kinds import MemoryKind
 from graph.memory.notes import change_notes
 from graph.memory.pending import PendingChange, keep_pending, pending_by_id, pending_id, settle_op
+from graph.memory.provenance import now_iso
 from graph.memory.redaction import redact_text
 from graph.memory.replaced import event_changes
 from graph.memory.text_diff import document_diff
@@ -197,7 +199,8 @@ Report = Callable[[UpdateRequest, list[MemoryChange]], str]
 
 
 def change_context(request: UpdateRequest) -> ChangeContext:
-    """The thread, the user's message and a replay-stable seed for the history of this update.
+    """The thread, the user's message and a replay-stable seed for the history of this update, and for the changes'
+    sources the message's id, when it was said (`said_at`) and the run's model.
 
     The message is cut to what a prompt shows (`bound_message`) and redacted with the user's earlier
     messages as context, so a secret split across messages ("my wifi password is" … "hunter2") is not kept.
@@ -209,11 +212,28 @@ def change_context(request: UpdateRequest) -> ChangeContext:
         earlier = "\n".join(said[-3:-1])[-2000:]  # the end of the two messages before, where a split secret starts
         limit = len(bound_message(HumanMessage(latest)).content)
         message = redact_text(latest, context=earlier, limit=limit)[0]
+    human = next((m for m in reversed(request.messages) if isinstance(m, HumanMessage)), None)
     return ChangeContext(
         thread_id=request.run.thread_id,
         message=message,
         seed=routing_seed(request.messages, request.calls[0]["id"] if request.calls else ""),
+        message_id=(human.id or "") if human else "",
+        said_at=said_at(request.context),
+        model=request.context.model,
     )
+
+
+def said_at(context: RunContext) -> str:
+    """When the user said what the update saves, ISO 8601 in UTC: the run's `message_time` when the client sent one,
+    else now (the update runs within the turn of the message)."""
+    if context.message_time:
+        return datetime.fromisoformat(context.message_time).astimezone(timezone.utc).isoformat()
+    return now_iso()
+
+
+def saved_sources(context: ChangeContext, kind: MemoryKind, saved: Sequence[MemoryChange]) -> list[dict[str, str]]:
+    """The sources of the changes saved under `context`, in order, as their history entries record them."""
+    return [change_source(context, kind, order) for order in range(len(saved))]
 
 
 def answer_update_calls(
@@ -225,6 +245,7 @@ def answer_update_calls(
     *,
     failed: bool = False,
     refusal: NotSaved | None = None,
+    sources: Sequence[dict[str, str]] = (),
     pending: str | None = None,
 ) -> dict:
     """The node's state update: the report answers the first call (with the changes as artifact; status "error"
@@ -232,7 +253,9 @@ def answer_update_calls(
     of the `pending` change it left), the rest point to it.
 
     Runs streamed with `stream_mode="custom"` get the outcome at once (`send_outcome`), with the notes people
-    read (e.g. "ToDo added: Book swim lessons") and, for a free-text kind, the change in full.
+    read (e.g. "ToDo added: Book swim lessons"), when changes were saved their `sources` (one per change, as
+    `graph.memory.provenance` keeps them: change id, thread, message id, quote, time, model) and, for a free-text
+    kind, the change in full.
     """
     failed = failed or refusal is not None
     if secrets:
@@ -252,7 +275,8 @@ def answer_update_calls(
     status = "error" if failed else "success"
     send_outcome(
         kind.name, calls[0]["id"], change_notes(artifact, [kind]), failed=failed,
-        changes=event_changes(artifact["changes"]), pending=pending, **text_change(artifact, kind),
+        changes=event_changes(artifact["changes"]), pending=pending, **({"sources": list(sources)} if sources else {}),
+        **text_change(artifact, kind),
     )
     return {
         "messages": [
@@ -331,7 +355,8 @@ def update_memory(
     for attempt in range(1 + CONFLICT_RETRIES):
         replay = attempt > 0 or request.may_be_replay
         if replay and (committed := committed_changes(store, request.user_id, kind, context.seed)):
-            return answer_update_calls(calls, report(request, committed), kind, committed, set())
+            return answer_update_calls(calls, report(request, committed), kind, committed, set(),
+                                       sources=saved_sources(context, kind, committed))
         try:
             proposed = propose(replace(request, fresh=attempt > 0))
         except UnusableOutputError as error:
@@ -345,7 +370,8 @@ def update_memory(
             saved, secrets = commit_changes(store, request.user_id, kind, proposed, context)
         except ConflictError:
             continue
-        return answer_update_calls(calls, report(request, saved), kind, saved, secrets)
+        return answer_update_calls(calls, report(request, saved), kind, saved, secrets,
+                                   sources=saved_sources(context, kind, saved))
     problem = CONFLICT_PROBLEM.format(memory=kind.label)
     kept = _keep(request, context, retry, problem, [asdict(change) for change in proposed] or None)
     return answer_update_calls(calls, UPDATE_CONFLICT.format(memory=kind.label), kind, [], set(), failed=True, pending=kept)

@@ -37,6 +37,7 @@ from graph.memory.history import history_page, latest_change
 from graph.memory.index_outage import search_by_meaning
 from graph.memory.kinds import MemoryKind, UnknownKindError, kind_named
 from graph.memory.pending import list_pending
+from graph.memory.provenance import all_sources
 from graph.memory.selection import deadline_of
 from graph.memory.store import namespace, read_kind
 from graph.memory.text_diff import document_diff
@@ -116,7 +117,8 @@ def read_memories(
     """Everything the page shows for one user: the memory `kinds`, the documents of each by kind name (open first),
     each with why it does not fit its schema (None when it does), and the history: its newest `history_shown`
     entries (newest first; a free-text kind's with its `diff`, `entry_with_diff`) and how many items it holds; and
-    the updates that failed, kept as pending changes (`graph.memory.pending`), oldest first."""
+    the updates that failed, kept as pending changes (`graph.memory.pending`), oldest first; and the source of each
+    memory's current value, by source key (`graph.memory.provenance`), which outlives the history."""
     history = history_page(store, user_id, history_shown)
     text_kinds = {kind.name for kind in kinds if kind.text}
     return {
@@ -129,6 +131,7 @@ def read_memories(
         "history": [entry_with_diff(entry, text_kinds) for entry in history.entries],
         "history_total": history.total,
         "pending": [pending.model_dump() for pending in list_pending(store, user_id)],
+        "sources": all_sources(store, user_id),
     }
 
 

@@ -47,9 +47,10 @@ def test_the_longest_id_works_and_one_more_character_is_refused_with_the_message
     turn(agent, "Remind me to pay rent.", user_id=LONGEST, thread_id="longest")
     assert list(todos(agent, LONGEST)) == ["Pay rent"]
     import_memories(agent.store, LONGEST, export_memories(agent.store, "alice"))
-    # A ToDo and its history entry, alice's four documents, the import's four history entries, and the done log's
-    # counts (the import looked for done ToDos to move, and one is on the list).
-    assert len(user_items(agent.store, LONGEST)) == 11 and export_memories(agent.store, "alice") == alice
+    # A ToDo, its history entry and source, alice's four documents, the import's four history entries, the sources
+    # of its ToDos (2), instructions (1) and filled profile fields (4), and the done log's counts (the import looked
+    # for done ToDos to move, and one is on the list).
+    assert len(user_items(agent.store, LONGEST)) == 18 and export_memories(agent.store, "alice") == alice
 
     too_long = LONGEST + "x"
     with pytest.raises(InvalidUserIdError, match="257 characters long"):
@@ -58,7 +59,7 @@ def test_the_longest_id_works_and_one_more_character_is_refused_with_the_message
     assert [m.content for m in messages] == ["Remind me to pay rent."], "the message stays in the thread"
 
     receipt = forget_user(agent.store, agent.checkpointer, LONGEST)
-    assert (receipt.memories, receipt.threads) == (11, 1)
+    assert (receipt.memories, receipt.threads) == (18, 1)
     assert export_memories(agent.store, "alice") == alice, "no id reaches another user's memories"
 
 

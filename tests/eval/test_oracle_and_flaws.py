@@ -11,6 +11,7 @@ from graph.eval.cases import Case, load_cases
 from graph.eval.dates import resolve_date
 from graph.eval.scoring import rates
 from graph.memory.relative_dates import only_date_said
+from graph.memory.source_lines import asks_for_source
 from testing.eval_runs import TODAY, play, total
 
 
@@ -96,6 +97,15 @@ def test_the_tutorials_graph_loses_the_points_of_deletions_and_the_page_of_ten_o
         "stale-passport": ["the reply to 'Good morning! Anything I have been putting off?' does not mention ['new deadline', 'reschedule']"],
         "stale-only-the-old-one": ["the reply to 'Hey, what should I look at today?' does not mention ['new deadline', 'reschedule']"],
         "stale-then-done": ["the reply to 'Hello again.' does not mention ['new deadline', 'reschedule']"],
+        # No memory keeps its source: asked where a memory came from, the prompt has no words of the user to quote.
+        "why-moved-city": ["the reply to 'Why do you think I live in Portland?' does not mention 'I moved here in the spring'"],
+        "why-nurse-job": [
+            "the reply to 'Where did you get that I am a nurse?' does not mention 'started working as a nurse at the city hospital'"
+        ],
+        "past-previous-city": ["the reply to 'Where did I live before?' does not mention 'Austin'"],
+        "why-passport-todo": [
+            "the reply to 'How do you know I need to renew my passport?' does not mention 'renew my passport before the Lisbon trip'"
+        ],
     }
 
 
@@ -141,6 +151,14 @@ def test_a_model_that_ignores_deletions_keeps_one_spurious_todo_per_removal(orac
     assert (flawed.facts, flawed.wrong, flawed.duplicates, flawed.mentioned) == (right.facts, 0, 0, right.mentioned)
     if graph == "tutorial":  # its extractor cannot delete: the oracle loses the same points there
         assert without_costs(flawed) == without_costs(oracle_total(oracle, suite, "tutorial"))
+
+
+def test_a_model_that_invents_a_source_loses_exactly_the_provenance_answers(oracle):
+    suite = load_cases("provenance,recall-*")
+    right, flawed = oracle_total(oracle, suite), total(play(suite, flaw="invents-source"))
+    asked = sum(len(turn.mention) for case in load_cases("provenance") for turn in case.turns if asks_for_source(turn.user))
+    assert right.mentioned - flawed.mentioned == asked == 3  # "where did I live before?" asks for no source
+    assert without_costs(replace(flawed, mentioned=right.mentioned)) == without_costs(right)
 
 
 def test_a_model_that_recreates_todos_instead_of_patching_them_loses_exactly_the_confirmations_of_todo_changes(oracle):

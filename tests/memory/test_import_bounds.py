@@ -65,7 +65,8 @@ def test_a_file_of_the_byte_limit_imports_and_one_byte_more_is_refused_before_it
     assert refusal(over, path) == (
         f"the file is {size:,} bytes; an import reads at most {size - 1:,} (MAISTRO_IMPORT_MAX_BYTES)."
     )
-    assert len(stored(tmp_path / "data", "Ann")) == 2 and stored(tmp_path / "data", "Bob") == []
+    # The ToDo, its history entry and its source.
+    assert len(stored(tmp_path / "data", "Ann")) == 3 and stored(tmp_path / "data", "Bob") == []
 
 
 def test_a_stream_without_a_size_is_read_only_up_to_the_limit(tmp_path, monkeypatch):

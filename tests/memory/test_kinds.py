@@ -54,8 +54,8 @@ def test_a_kind_declared_with_four_fields_gets_its_defaults():
     [
         ({"name": "my.kind"}, "must be a Python identifier"),
         ({"name": "history"}, "other than history"),
-        ({"name": "unindexed"}, "other than history, unindexed, pending, done_log: 'unindexed' is not"),
-        ({"name": "pending"}, "other than history, unindexed, pending, done_log: 'pending' is not"),
+        ({"name": "unindexed"}, "other than history, unindexed, pending, memory_sources, past_facts, done_log: 'unindexed' is not"),
+        ({"name": "pending"}, "other than history, unindexed, pending, memory_sources, past_facts, done_log: 'pending' is not"),
         ({"schema": dict}, "needs a Pydantic model"),
         ({"text": True}, "cannot be free text and a collection"),
     ],

@@ -143,6 +143,7 @@ def test_the_users_own_code_in_a_later_message_saves_exactly_the_proposal_once_w
         "pending": None,
         "diff": [f"+ {EVIL}"],
         "proposal": None,
+        "sources": [instruction_entries(agent)[0]["source"]],
     }
     (entry,) = instruction_entries(agent)
     assert entry["message"] == f"Yes, confirm {code}" and entry["before"] == {"memory": VENDORS}

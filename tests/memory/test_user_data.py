@@ -90,10 +90,10 @@ def test_forget_removes_every_memory_and_thread_of_the_user_and_nothing_else(age
     agent.store.put(("notes", "ann", "2026"), "n1", {"text": "any other kind of memory of ann"})
     others_before = {user_id: export_memories(agent.store, user_id) for user_id in ("ann.lee", "Ann")}
 
-    # 4 remembered + 2 ToDos from the turn + their 2 history entries + 1 note + the done log's counts (a done ToDo
-    # is on the list).
+    # 4 remembered + 2 ToDos from the turn + their 2 history entries and 2 sources + 1 note + the done log's counts
+    # (a done ToDo is on the list).
     receipt = forget_user(agent.store, agent.checkpointer, "ann")
-    assert (receipt.memories, receipt.threads) == (4 + 2 + 2 + 1 + 1, 1)
+    assert (receipt.memories, receipt.threads) == (4 + 2 + 2 + 2 + 1 + 1, 1)
 
     assert user_items(agent.store, "ann") == [] and user_threads(agent.checkpointer, "ann") == []
     assert agent.store.search(("notes",)) == []

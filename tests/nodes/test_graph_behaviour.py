@@ -5,7 +5,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.store.base import PutOp
 
 from graph.memory.changes import HISTORY
-from graph.memory.store import namespace
+from graph.memory.store import SOURCES, namespace
 from graph.nodes.chat import MAX_RESUME_ATTEMPTS
 from testing.bookkeeping import assert_tool_calls_answered
 from testing.helpers import config, profile_of, todos, turn
@@ -316,7 +316,7 @@ def test_any_user_id_round_trips(agent, model, user_id):
     turn(agent, "提醒我整理房间", user_id=user_id)
 
     assert list(todos(agent, user_id)) == ["整理房间"]
-    assert set(agent.store.list_namespaces()) == {namespace(TODO, user_id), namespace(HISTORY, user_id)}
+    assert set(agent.store.list_namespaces()) == {namespace(TODO, user_id), namespace(HISTORY, user_id), namespace(SOURCES, user_id)}
     turn(agent, "我有什么任务?", user_id=user_id, thread_id="2")
     assert "整理房间" in model.calls_in("task_maistro")[-1].system
 

@@ -735,3 +735,24 @@ def test_every_instruction_change_shows_in_full_in_the_history_and_a_text_over_t
     assert "the text is 4,001 characters, over the 4,000" in through_the_store_api.value.response.text
     assert (stored(alice, INSTRUCTIONS, ALICE, INSTRUCTIONS_KEY), stored_history(alice, ALICE)) == before
     assert before[0] == {"memory": rewritten}
+
+
+def test_each_memory_shows_its_source_quote_thread_and_date_linked_to_its_change(server, script, open_tab):
+    alice = sdk(server, ALICE)
+    said = "I moved to Oakland last week, for the new job."
+    script.add("chat", update("user"), text_reply("Noted the move."))
+    script.add("profile", tool_calls_reply(("Profile", {"name": "Alice", "location": "Oakland"})))
+    thread = new_thread(alice)
+    play(alice, thread, said)
+    chat_todos(alice, script, "Remind me to book swim lessons for the baby.", SWIM)
+    page = open_tab()
+
+    sign_in(page, server, TOKENS[ALICE])
+
+    location = page.locator("#kind-profile .source").filter(has_text="Location:")
+    expect(location).to_contain_text(f"Location: from “{said}” — thread {thread}")
+    expect(page.locator("#kind-todo .card .source")).to_contain_text("“Remind me to book swim lessons for the baby.”")
+    (entry,) = [entry for entry in stored_history(alice, ALICE) if entry["kind"] == PROFILE]
+    expect(location.locator("a")).to_have_attribute("href", f"#change-{entry['id']}")
+    expect(page.locator(f"#change-{entry['id']}")).to_contain_text("Profile")
+    screenshot(page.locator("#kind-profile"), "memory-source.png")

@@ -25,12 +25,15 @@ from graph.backends.sqlite import DATABASE_FILE, connect
 from graph.backends.storage import close_storage, open_storage
 from graph.memory.admin import forget_user
 from graph.memory.changes import HISTORY, ChangeContext, MemoryChange, commit_changes, undo_change
+from graph.memory.kinds import DEFAULT_MEMORY_KINDS, kind_named
 from graph.memory.kinds import TODO as TODO_KIND
-from graph.memory.store import UNINDEXED, namespace
+from graph.memory.provenance import all_sources, past_facts
+from graph.memory.store import SOURCES, UNINDEXED, namespace
+from schemas import Profile
 from testing.helpers import chore
 from testing.raw_files import freelist_pages, postgres_copies, sqlite_copies, sqlite_files
 from testing.scripted_session import REQUEST, task_keeper
-from testing.stored_names import TODO
+from testing.stored_names import PROFILE, PROFILE_KEY, TODO
 
 ROOT = Path(__file__).resolve().parents[2]
 USER_TABLES = (VECTORS, LIST_INDEX, "store", CHANGE_LOG)
@@ -140,6 +143,7 @@ def test_forget_leaves_no_copy_of_the_user_in_the_database_files(backend, embedd
     remind(agent, "bob", "buy milk")
     key = agent.store.search(namespace(TODO, "ann"))[0].key
     agent.store.put((UNINDEXED, "ann"), f"todo:{key}", {}, index=False)  # the agent's bookkeeping goes too
+    assert all(secret in source.value["quote"] for source in agent.store.search((SOURCES, "ann"))), "each source quotes it"
     before = user_rows(backend, "ann")
     threads = {"checkpoints": query(backend, "SELECT count(*) FROM checkpoints WHERE thread_id = 'ann-thread'")[0][0]}
     if backend["server"]:
@@ -149,8 +153,8 @@ def test_forget_leaves_no_copy_of_the_user_in_the_database_files(backend, embedd
 
     receipt = forget_user(agent.store, agent.checkpointer, "ann")  # the agent stays open: a chat going on
 
-    assert (receipt.memories, receipt.threads) == (7, 1)
-    assert before == {**({VECTORS: 3} if embeddings else {}), LIST_INDEX: 3, "store": 7, CHANGE_LOG: 4}
+    assert (receipt.memories, receipt.threads) == (10, 1)
+    assert before == {**({VECTORS: 3} if embeddings else {}), LIST_INDEX: 3, "store": 10, CHANGE_LOG: 7}
     assert {table: receipt.rows[table] for table in before} == before
     assert receipt.rows["checkpoints"] == threads["checkpoints"] > 0
     assert set(user_rows(backend, "ann").values()) == {0}
@@ -186,12 +190,12 @@ def test_the_cli_prints_what_it_removed_by_table(tmp_path, secret):
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[:6] == [
-        "Forgot ann: deleted 4 memories and 1 thread.",
+        "Forgot ann: deleted 6 memories and 1 thread.",  # 2 ToDos, their 2 history entries and 2 sources
         "Rows deleted, by table:",
         f"  {VECTORS:<28}        2",
         f"  {LIST_INDEX:<28}        2",
-        f"  {'store':<28}        4",
-        f"  {CHANGE_LOG:<28}        2",
+        f"  {'store':<28}        6",
+        f"  {CHANGE_LOG:<28}        4",
     ]
     assert lines[6] == f"  {'maistro_history_pruned':<28}        0"
     assert [line.split()[0] for line in lines[7:10]] == ["checkpoints", "writes", "maistro_checkpoint_retention"]
@@ -350,3 +354,27 @@ def test_on_postgresql_a_table_forget_may_not_rewrite_is_named_with_where_the_ro
     left = [path for path in postgres_copies(postgres_url, secret) if not path.startswith("pg_wal/")]
     files = relation_files(fresh_database, skipped)
     assert left and all(path.split(".")[0].split("_")[0] in files for path in left), "only in the tables named"
+
+
+def test_forget_leaves_no_copy_of_the_sources_and_past_facts_that_quote_the_user(backend, secret):
+    agent = agent_on(backend, "")
+    profile_kind = kind_named(DEFAULT_MEMORY_KINDS, PROFILE)
+    for order, city in enumerate((f"{secret} Street, Paris", "Rome")):
+        current = agent.store.get(namespace(PROFILE, "ann"), PROFILE_KEY)
+        change = MemoryChange("updated" if current else "created", PROFILE_KEY, current.value if current else None,
+                              {**Profile(location=city).model_dump()})
+        context = ChangeContext(thread_id="ann-thread", message=f"I live at {city} now, {secret}", seed=f"move-{order}")
+        commit_changes(agent.store, "ann", profile_kind, [change], context)
+    (fact,) = past_facts(agent.store, "ann")
+    assert secret in fact.value["value"] and secret in fact.value["source"]["quote"], "the past fact quotes it"
+    assert secret in all_sources(agent.store, "ann")[f"{PROFILE}:{PROFILE_KEY}:location"]["quote"]
+
+    receipt = forget_user(agent.store, agent.checkpointer, "ann")
+
+    assert receipt.rows["store"] == 1 + 2 + 1 + 1  # the profile, its 2 history entries, its location's source, 1 past fact
+    assert past_facts(agent.store, "ann") == [] and all_sources(agent.store, "ann") == {}
+    if backend["server"]:
+        assert [path for path in postgres_copies(backend["server"], secret) if not path.startswith("pg_wal/")] == []
+    else:
+        assert sqlite_copies(backend["data_dir"], secret) == {"main": 0, "wal": 0, "freelist": 0}
+    close_graph(agent)

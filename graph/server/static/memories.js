@@ -488,6 +488,7 @@ function documentCard(kind, entry) {
     const schema = kind.collection ? { ...kind.schema, properties: Object.fromEntries(Object.entries(kind.schema.properties || {}).filter(([field]) => field !== kind.summary_field)) } : kind.schema;
     card.append(fieldsList(kind.schema, schema, entry.value, kind));
   }
+  if (!entry.problem && entry.value !== null) card.append(...sourceLines(kind, entry));
   const closing = status ? closingStatus(kind, status) : null;
   const toggle = status
     ? closed
@@ -502,6 +503,24 @@ function documentCard(kind, entry) {
       : null,
   ));
   return card;
+}
+
+// Where a memory's current value came from: the user's words, the thread and the date, linked to the change in the
+// history (which retention may have pruned: the source stays). One line for a collection's document, one per filled
+// field of a single document.
+function sourceLines(kind, entry) {
+  const sources = state.view.sources || {};
+  const keyed = kind.collection ? [[null, `${kind.name}:${entry.key}`]]
+    : Object.keys(entry.value).filter((name) => !isEmpty(entry.value[name])).map((name) => [name, `${kind.name}:${entry.key}:${name}`]);
+  return keyed.filter(([, key]) => sources[key]).map(([name, key]) => {
+    const source = sources[key];
+    const where = source.thread_id ? `thread ${source.thread_id}` : "no thread";
+    const label = name && !kind.text ? `${humanized(name)}: ` : "";
+    return el("p", { class: "source" },
+      `${label}from ${quoted(shorten(source.quote, 140))} — ${where}, `,
+      el("a", { href: `#change-${source.change_id}`, title: "The change in the history" },
+        el("time", { datetime: source.said_at, text: showDate(source.said_at) })));
+  });
 }
 
 function setStatus(kind, entry, status, button) {
@@ -811,7 +830,7 @@ function historyItem(entry) {
   const changes = diff.length ? [] : fieldChanges(entry);
   // The user's own words when a chat made the change; the page's or CLI's note otherwise (an undo needs none).
   const said = entry.thread_id ? quoted(shorten(entry.message, 200)) : entry.undoes ? "" : entry.message;
-  return el("li", {},
+  return el("li", { id: `change-${entry.id}` },
     el("div", {},
       el("p", { class: "when" }, el("time", { datetime: entry.time, text: showDate(entry.time) })),
       el("p", { class: "what", text: title }),
