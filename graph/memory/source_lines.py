@@ -7,7 +7,7 @@ the date and the user's words (`graph.memory.provenance`), and a rule to answer 
 has none. A turn that asks what held before ("where did I live before?", "what was my job previously?") gets the
 most recently ended past facts (`PAST_SHOWN`, each with when it held). Any other turn's prompt carries neither, so the
 prompt stays as long as it was (the chat prompt's budget at 10,000 ToDos and over long threads, `python -m
-bench.run`). The questions are recognised in English.
+bench.run`). The questions are recognised in English and Chinese ("你怎么知道我住在奥克兰?", "我以前住在哪里?").
 """
 
 import json
@@ -30,6 +30,10 @@ _ASKS_SOURCE = re.compile(
     r"what makes you think|when did i (say|tell|mention))\b",
     re.IGNORECASE,
 )
+_ASKS_SOURCE_ZH = re.compile(
+    r"你(为什么|为啥|凭什么)(觉得|认为|以为|说|知道|记)|你怎么(知道|会知道|觉得)|谁(告诉|跟)你|你(是)?从哪(里|儿)?(知道|听|得知|看|来)|"
+    r"(这|那|这个|那个)(是)?从哪(里|儿)?来的|我什么时候(说|告诉|提)过"
+)
 
 
 _ASKS_PAST = re.compile(
@@ -37,13 +41,16 @@ _ASKS_PAST = re.compile(
     r"\b(old|previous|former) (address|job|city|home|name|location|instructions)\b",
     re.IGNORECASE,
 )
+_ASKS_PAST_ZH = re.compile(
+    r"(以前|之前|原来|过去|从前|上一[个份次])[^。！？?]*(哪|什么|谁|几|多少)|(哪|什么|谁)[^。！？?]*(以前|之前|原来|过去|从前)"
+)
 # How many past facts a turn that asks about the past shows: the most recently ended.
 PAST_SHOWN = 20
 
 
 def asks_about_past(text: str) -> bool:
     """Whether the user's message asks what one of their memories held before."""
-    return _ASKS_PAST.search(text) is not None
+    return _ASKS_PAST.search(text) is not None or _ASKS_PAST_ZH.search(text) is not None
 
 
 def past_section(store: BaseStore, user_id: str) -> str:
@@ -65,7 +72,7 @@ def _past_line(fact: Mapping[str, Any]) -> str:
 
 def asks_for_source(text: str) -> bool:
     """Whether the user's message asks where a memory came from."""
-    return _ASKS_SOURCE.search(text) is not None
+    return _ASKS_SOURCE.search(text) is not None or _ASKS_SOURCE_ZH.search(text) is not None
 
 
 def _said(source: Mapping[str, Any]) -> str:

@@ -8,7 +8,7 @@ import re
 from langchain_core.messages import HumanMessage
 
 from graph import build_graph, close_graph
-from graph.memory.source_lines import asks_for_source
+from graph.memory.source_lines import asks_about_past, asks_for_source
 from testing.helpers import config, profile_of
 from testing.openai_stub import system_text, text_reply, tool_calls_reply
 from testing.stub_script import kind_of, update
@@ -51,6 +51,18 @@ def test_the_questions_that_ask_for_a_source_are_recognised():
         assert asks_for_source(question), question
     for other in ("Why is the sky blue?", "Where do you think I should go?", "I know how you work."):
         assert not asks_for_source(other), other
+
+
+def test_the_chinese_questions_that_ask_for_a_source_or_the_past_are_recognised():
+    for question in ("你为什么觉得我住在奥克兰?", "你怎么知道我养狗?", "谁告诉你我换工作了?", "这是从哪里来的?",
+                     "我什么时候说过要去看牙医?"):
+        assert asks_for_source(question), question
+    for other in ("为什么天是蓝的?", "你觉得我应该去哪里?", "我知道你怎么工作。"):
+        assert not asks_for_source(other), other
+    for question in ("我以前住在哪里?", "我之前的工作是什么?", "我原来叫什么名字?"):
+        assert asks_about_past(question), question
+    for other in ("明天要做什么?", "我住在上海。"):
+        assert not asks_about_past(other), other
 
 
 PAST_LINE = re.compile(r"- profile\.location: (\w+) \(from (\d{4}-\d\d-\d\d) to (\d{4}-\d\d-\d\d)\)")
