@@ -21,8 +21,14 @@ from testing.scripted_model import ScriptedChatModel, calls, remind, say, todo
 from testing.stored_names import PROFILE
 
 
+@pytest.fixture(autouse=True)
+def no_scheduler(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No server in this process unless a test installs a scheduler."""
+    monkeypatch.setattr("graph.nodes.remind._SCHEDULERS", [])
+
+
 @pytest.fixture
-def scheduled(monkeypatch: pytest.MonkeyPatch) -> list[ReminderRequest]:
+def scheduled() -> list[ReminderRequest]:
     """A scheduler installed as a server's would be, recording each request and answering with a cron."""
     made: list[ReminderRequest] = []
 
@@ -30,7 +36,6 @@ def scheduled(monkeypatch: pytest.MonkeyPatch) -> list[ReminderRequest]:
         made.append(request)
         return {"cron_id": f"cron-{len(made)}", "thread_id": request.thread_id}
 
-    monkeypatch.setattr("graph.nodes.remind._SCHEDULERS", [])
     install_scheduler(schedule)
     return made
 
@@ -118,11 +123,10 @@ def test_a_bad_schedule_is_one_sentence_and_nothing_is_scheduled(scheduled, mode
     assert len(model.calls_in("task_maistro")) == 1
 
 
-def test_a_server_refusal_is_told_to_the_user_by_the_model(monkeypatch, model):
+def test_a_server_refusal_is_told_to_the_user_by_the_model(model):
     async def refuse(request: ReminderRequest) -> dict:
         raise PermissionError("Thread not found.")
 
-    monkeypatch.setattr("graph.nodes.remind._SCHEDULERS", [])
     install_scheduler(refuse)
     graph = served_graph(model)
     model.add("task_maistro", remind("0 8 * * *", "Water the plants", "OK, every day at 8."), say("Sorry, the reminder was not set."))
