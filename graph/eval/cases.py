@@ -42,6 +42,7 @@ CATEGORIES = (
     "time-zones",
     "what-is-due",
     "stale",
+    "reminders",
 )
 Alternatives = str | list[str]
 
@@ -79,6 +80,22 @@ class TodoPlay(_Strict):
     remove: list[str] = Field(default_factory=list, description="Tasks (a part of their text) to delete.")
 
 
+class ReminderPlay(_Strict):
+    """The `Remind` request a correct model makes: a cron line in the user's local time, and what to remind of
+    ("" for the digest of what is due)."""
+
+    schedule: str
+    message: str = ""
+
+
+class ExpectedReminder(_Strict):
+    """A reminder the turn must ask for (scored from the model's `Remind` request: the eval runs without a server):
+    its cron line, and the facts its message must contain (none: the message is empty, a digest of what is due)."""
+
+    schedule: str
+    about: list[Alternatives] = Field(default_factory=list)
+
+
 class Play(_Strict):
     """How a model that gets the turn right plays it: its reply, and the memory updates it makes."""
 
@@ -93,6 +110,7 @@ class Play(_Strict):
     due: Literal["today", "week"] | None = Field(
         None, description="The turn asks what is due: today (with what is overdue) or this week; the reply names it."
     )
+    remind: ReminderPlay | None = None
 
     @property
     def update_types(self) -> list[str]:
@@ -110,6 +128,7 @@ class Turn(_Strict):
     not_mention: list[str] = Field(default_factory=list, description="What the reply must not name (not due).")
     language: Literal["en", "zh"] | None = None
     confirm: list[Alternatives] = Field(default_factory=list, description="What the turn's memory notes must say.")
+    reminder: ExpectedReminder | None = None
 
 
 class ExpectedTodo(_Strict):

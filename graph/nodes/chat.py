@@ -25,7 +25,7 @@ from graph.memory.rendering import (
     tell_user_rules,
 )
 from graph.memory.user_time import asks_for_zone, calendar_text
-from graph.nodes.remind import REMIND_TOOL_SCHEMA, checked_reminders
+from graph.nodes.remind import checked_reminders, offered_tools
 from graph.nodes.summary import fold_into_summary, with_summary
 from graph.nodes.update import must_tell_user, routed_here, send_outcome
 from graph.nodes.window import PromptParts, invoke_fitted
@@ -205,7 +205,7 @@ def task_maistro(
     may_route = view.rounds < settings.max_memory_rounds and state["remaining_steps"] > STEPS_PER_ROUND + 1
     while True:
         prompt = chat_prompt(stable, summary, [*visible_thread, *new_messages], context)
-        tools = [update_memory_tool(kinds), REMIND_TOOL_SCHEMA]
+        tools = [update_memory_tool(kinds), *offered_tools(model)]
         response = invoke_fitted(model.bind_tools(tools) if may_route else model, model, prompt)
         taken = ThreadView.of([*thread, *new_messages]).taken_ids
         normalised = read_reply(response, kinds, taken)

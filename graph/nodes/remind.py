@@ -17,12 +17,14 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from croniter import croniter
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
+from graph.backends.json_calls import JsonCallModel
 from graph.memory.context import turn_memories
 from graph.run_context import ResolvedRun, RunContext
 from graph.runtime import GraphRuntime
@@ -45,6 +47,9 @@ MIN_CRON_INTERVAL_SECONDS = 3600
 # How many coming firings of a cron schedule are checked for the interval (two days of an hourly one).
 CRON_FIRINGS_CHECKED = 48
 MAX_REMINDER_CHARACTERS = 1000
+# The reply's `response_metadata` key listing the Remind requests dropped from it (what the model asked: the eval
+# scores them, as it runs without a server).
+REMINDERS_ASKED = "reminders_asked"
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,12 @@ class ReminderRequest:
 # What makes a cron on the server the graph runs in: the request → the cron as the server stores it.
 Scheduler = Callable[[ReminderRequest], Awaitable[dict[str, Any]]]
 _SCHEDULERS: list[Scheduler] = []
+
+
+def offered_tools(model: BaseChatModel) -> list[dict]:
+    """The tools beside UpdateMemory the chat node offers `model`: `Remind`, except to a model asked for its calls
+    as JSON (`JsonCallModel`: a small model's routing question stays about the memories alone)."""
+    return [] if isinstance(model, JsonCallModel) else [REMIND_TOOL_SCHEMA]
 
 
 def install_scheduler(scheduler: Scheduler) -> None:
@@ -118,8 +129,9 @@ def is_remind_call(call: dict) -> bool:
 
 def checked_reminders(message: AIMessage) -> AIMessage:
     """The chat model's message with its `Remind` calls that cannot be scheduled dropped (no server, or a bad
-    schedule), and one sentence saying why in its reply: in place of the reply when the message made no other
-    call (a reply beside a reminder alone would only claim it), after it otherwise."""
+    schedule; their arguments kept in its metadata, `REMINDERS_ASKED`), and one sentence saying why in its reply:
+    in place of the reply when the message made no other call (a reply beside a reminder alone would only claim
+    it), after it otherwise."""
     reminders = [call for call in message.tool_calls if is_remind_call(call)]
     if not reminders:
         return message
@@ -135,7 +147,15 @@ def checked_reminders(message: AIMessage) -> AIMessage:
     said = " ".join(sentences)
     others = [call for call in kept if not is_remind_call(call)]
     content = f"{message.text.strip()}\n\n{said}" if others and message.text.strip() else said
-    return message.model_copy(update={"content": content, "tool_calls": kept})
+    asked = [call["args"] for call in reminders if call["id"] in dropped]
+    metadata = {**message.response_metadata, REMINDERS_ASKED: asked}
+    return message.model_copy(update={"content": content, "tool_calls": kept, "response_metadata": metadata})
+
+
+def reminder_requests(message: AIMessage) -> list[dict]:
+    """The Remind requests a (checked) reply of the chat model made: the calls it kept and those it dropped."""
+    kept = [call["args"] for call in message.tool_calls if is_remind_call(call)]
+    return [*kept, *message.response_metadata.get(REMINDERS_ASKED, [])]
 
 
 def pending_remind_calls(messages: Sequence[AnyMessage]) -> list[dict]:

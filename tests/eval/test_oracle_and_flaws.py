@@ -96,6 +96,16 @@ def test_the_tutorials_graph_loses_the_points_of_deletions_and_the_page_of_ten_o
         "stale-passport": ["the reply to 'Good morning! Anything I have been putting off?' does not mention ['new deadline', 'reschedule']"],
         "stale-only-the-old-one": ["the reply to 'Hey, what should I look at today?' does not mention ['new deadline', 'reschedule']"],
         "stale-then-done": ["the reply to 'Hello again.' does not mention ['new deadline', 'reschedule']"],
+        # No Remind tool: no reminder is ever asked for.
+        "reminders-chinese-every-morning": [
+            "the turn '每天早上8点提醒我写日报。' asked for no reminder '0 8 * * *'",
+            "the reminder asked on '每天早上8点提醒我写日报。' does not say '日报'",
+        ],
+        "reminders-daily-digest": ["the turn 'Remind me every day at 8 of what is due.' asked for no reminder '0 8 * * *' with no message"],
+        "reminders-weekly-with-todo": [
+            "the turn 'I need to water the plants; remind me every Monday at 9.' asked for no reminder '0 9 * * 1'",
+            "the reminder asked on 'I need to water the plants; remind me every Monday at 9.' does not say 'plants'",
+        ],
     }
 
 
@@ -217,6 +227,15 @@ def test_a_model_on_the_servers_clock_loses_exactly_the_dates_of_users_on_anothe
     )
     unzoned = [case for case in suite if case.user is None]  # the user's day is the server's: nothing lost
     assert without_costs(total(play(unzoned, flaw="server-clock"))) == without_costs(oracle_total(oracle, unzoned))
+
+
+def test_a_model_that_never_calls_remind_loses_exactly_the_reminders_asked_for_and_nothing_else(oracle):
+    suite = load_cases("reminders,single-todo")
+    right, flawed = oracle_total(oracle, suite), total(play(suite, flaw="never-reminds"))
+    expected = sum(1 + len(turn.reminder.about) for case in suite for turn in case.turns if turn.reminder)
+    assert right.reminders_asked == right.reminders == expected == 5 and flawed.reminders_asked == 0
+    assert rates(right)["reminders"] == 1.0 and rates(flawed)["reminders"] == 0.0
+    assert without_costs(replace(flawed, reminders_asked=right.reminders_asked)) == without_costs(right)
 
 
 def test_a_model_that_overlooks_the_notes_below_a_list_loses_the_stale_todos_it_should_raise_and_nothing_else(oracle):
