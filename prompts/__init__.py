@@ -309,7 +309,7 @@ Under "new", the items the user adds; under "changed", the number ("item") of ea
 
 # The Remind tool the chat model may call when the user asks to be reminded (graph.nodes.remind), and what the
 # user is told when no reminder can be made.
-REMIND_DOC = """Schedule a reminder in this conversation when the user asks to be reminded ("remind me every morning at 8", "remind me the day before"). Do not say it is set: the app confirms it."""
+REMIND_DOC = """Schedule a reminder in this conversation when the user asks to be reminded ("remind me every morning at 8", "remind me the day before", "每天早上提醒我"); say in your reply what you will remind them of and when. If the tool answer says it failed, tell the user."""
 REMIND_SCHEDULE_DOC = (
     "When to remind, as a cron line in the user's local time (minute hour day-of-month month day-of-week), at most "
     "once an hour: '0 8 * * *' every day at 8:00, '0 9 * * 1' every Monday at 9:00, '0 9 14 3 *' on March 14 at 9:00."

@@ -24,7 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from graph.eval.dates import resolve_date
+from graph.eval.dates import cron_dates, resolve_date
 
 CATEGORIES = (
     "single-fact",
@@ -81,8 +81,9 @@ class TodoPlay(_Strict):
 
 
 class ReminderPlay(_Strict):
-    """The `Remind` request a correct model makes: a cron line in the user's local time, and what to remind of
-    ("" for the digest of what is due)."""
+    """The `Remind` request a correct model makes: a cron line in the user's local time (a `{SPEC}` in it is a date
+    of `resolve_date`, written as its day and month: `graph.eval.dates.cron_dates`), and what to remind of ("" for
+    the digest of what is due)."""
 
     schedule: str
     message: str = ""
@@ -90,7 +91,8 @@ class ReminderPlay(_Strict):
 
 class ExpectedReminder(_Strict):
     """A reminder the turn must ask for (scored from the model's `Remind` request: the eval runs without a server):
-    its cron line, and the facts its message must contain (none: the message is empty, a digest of what is due)."""
+    its cron line (`{SPEC}` dates as in `ReminderPlay`), and the facts its message must contain (none: the message
+    is empty, a digest of what is due)."""
 
     schedule: str
     about: list[Alternatives] = Field(default_factory=list)
@@ -214,6 +216,10 @@ class Case(_Strict):
         for spec in specs:
             if isinstance(spec, str):
                 resolve_date(spec, date(2026, 1, 1))
+        for turn in self.turns:
+            for reminder in (turn.play.remind, turn.reminder):
+                if reminder is not None:
+                    cron_dates(reminder.schedule, date(2026, 1, 1))
         if self.user is not None:
             self.user.moment(date(2026, 1, 1))
 

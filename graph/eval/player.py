@@ -26,7 +26,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict
 
 from graph.eval.cases import Case, Play, TodoFields, Turn
-from graph.eval.dates import resolve_date
+from graph.eval.dates import cron_dates, resolve_date
 from graph.thread.model_message import REMIND_TOOL, UPDATE_TOOL
 
 FLAWS = {
@@ -198,7 +198,7 @@ class Player:
         remind = turn.play.remind
         if remind is None or REMIND_TOOL not in view.tools or not view.after_user or self.flaw == "never-reminds":
             return []
-        return [(REMIND_TOOL, {"schedule": remind.schedule, "message": remind.message})]
+        return [(REMIND_TOOL, {"schedule": cron_dates(remind.schedule, self.today_of(view)), "message": remind.message})]
 
     def _secretive(self, play: Play, text: str) -> str:
         """`text`, with the turn's secret appended when this player stores secrets."""

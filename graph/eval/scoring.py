@@ -25,7 +25,7 @@ from typing import Any, get_origin
 from zoneinfo import ZoneInfo
 
 from graph.eval.cases import CATEGORIES, Alternatives, Case, ExpectedReminder, ExpectedTodo
-from graph.eval.dates import resolve_date
+from graph.eval.dates import cron_dates, resolve_date
 from graph.eval.runner import CaseRun
 from schemas import Profile
 
@@ -244,7 +244,7 @@ def score_case(run: CaseRun, today: date, timezone: str = "UTC") -> CaseScore:
         counts.confirmed += len(turn.confirm) - len(unsaid)
         score.problems += [f"the notes on {turn.user!r} do not say {fact!r}" for fact in unsaid]
         if turn.reminder:
-            score_reminder(turn.reminder, record.reminders, counts, score.problems, turn.user)
+            score_reminder(turn.reminder, record.reminders, counts, score.problems, turn.user, today)
         counts.turns += 1
         counts.memory_turns += record.memory_turn
         counts.answered_first += record.answered_first
@@ -275,17 +275,19 @@ def score_case(run: CaseRun, today: date, timezone: str = "UTC") -> CaseScore:
     return score
 
 
-def score_reminder(expected: ExpectedReminder, asked: Sequence[Mapping[str, Any]], counts: Counts, problems: list[str], said: str) -> None:
-    """Count a turn's expected reminder: one check for a `Remind` request with its cron line (and an empty message
-    when it expects a digest), one per fact its message must contain."""
-    schedule = " ".join(expected.schedule.split())
+def score_reminder(
+    expected: ExpectedReminder, asked: Sequence[Mapping[str, Any]], counts: Counts, problems: list[str], said: str, today: date
+) -> None:
+    """Count a turn's expected reminder: one check for a `Remind` request with its cron line (its dates counted from
+    the user's `today`), and an empty message when it expects a digest; one per fact its message must contain."""
+    schedule = " ".join(cron_dates(expected.schedule, today).split())
     matching = [request for request in asked if " ".join(str(request.get("schedule", "")).split()) == schedule]
     message = str(matching[0].get("message") or "") if matching else ""
     counts.reminders += 1 + len(expected.about)
     scheduled = bool(matching) and (bool(expected.about) or not message.strip())
     counts.reminders_asked += scheduled
     if not scheduled:
-        problems.append(f"the turn {said!r} asked for no reminder {expected.schedule!r}" + ("" if expected.about else " with no message"))
+        problems.append(f"the turn {said!r} asked for no reminder {schedule!r}" + ("" if expected.about else " with no message"))
     missing = [fact for fact in expected.about if not (matching and _has(message, fact))]
     counts.reminders_asked += len(expected.about) - len(missing)
     problems += [f"the reminder asked on {said!r} does not say {fact!r}" for fact in missing]
