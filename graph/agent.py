@@ -3,8 +3,10 @@
     START → task_maistro ──(no tool call)──→ END
                 │ UpdateMemory(update_type=user|todo|instructions)
                 ├──→ update_profile ──────┐
-                ├──→ update_todos ────────┼──→ task_maistro
-                └──→ update_instructions ─┘
+                ├──→ update_todos ────────┤
+                ├──→ update_instructions ─┼──→ task_maistro
+                │ Remind(schedule, message)│
+                └──→ remind ──────────────┘
 
 The chat node replies in the message that routes (`reply_timing="first"`), so on the way back from the update
 nodes it ends the turn without a model call unless the reply must change (graph.nodes.chat); with
@@ -12,6 +14,8 @@ nodes it ends the turn without a model call unless the reply must change (graph.
 
 One update node per memory kind (`graph.memory.kinds`; the drawing shows `DEFAULT_MEMORY_KINDS`): pass
 `memory_kinds=[*DEFAULT_MEMORY_KINDS, my_kind]` to add one, or set MAISTRO_MEMORY_KINDS for the server's graph.
+The `remind` node schedules a reminder the user asked for on the server the graph runs in (`graph.nodes.remind`;
+without a server the chat node answers that reminders need one, and the graph never goes there).
 Each graph built here has its own `GraphRuntime` (`graph.runtime`): its kinds, caches and background reader.
 
 `server_graph` (named in langgraph.json and aegra.json) builds the servers' graph on its first call, without
@@ -42,6 +46,7 @@ from graph.memory.kinds import MemoryKind, resolve_kinds
 from graph.names import AGENT_NAME
 from graph.nodes.chat import task_maistro
 from graph.nodes.extraction import cached_extractor
+from graph.nodes.remind import REMIND_NODE, pending_remind_calls, remind
 from graph.nodes.update import extraction_options
 from graph.nodes.update_kinds import update_node
 from graph.run_context import RunContext
@@ -52,13 +57,16 @@ from graph.thread.tool_calls import pending_update_calls
 
 
 def message_router(kinds: Sequence[MemoryKind]) -> Callable[[State, RunnableConfig], list[str] | str]:
-    """The edge out of `task_maistro`: to the node of every kind named by a pending UpdateMemory call, else END."""
+    """The edge out of `task_maistro`: to the node of every kind named by a pending UpdateMemory call and to `remind`
+    for pending Remind calls, else END."""
     node_for_update_type = {kind.update_type: kind.node for kind in kinds}
 
     def route_message(state: State, config: RunnableConfig) -> list[str] | str:
-        """Send the turn to every update node named by a pending UpdateMemory call (in parallel), else end."""
+        """Send the turn to every update node named by a pending UpdateMemory call and to `remind` for pending
+        Remind calls (in parallel), else end."""
         update_types = {call["args"]["update_type"] for call in pending_update_calls(state["messages"])}
-        return sorted(node_for_update_type[kind] for kind in update_types if kind in node_for_update_type) or END
+        nodes = sorted(node_for_update_type[kind] for kind in update_types if kind in node_for_update_type)
+        return nodes + [REMIND_NODE] * bool(pending_remind_calls(state["messages"])) or END
 
     return route_message
 
@@ -76,8 +84,10 @@ def graph_builder(graph_runtime: GraphRuntime, chat_model: ChatModelFactory = lo
     for kind in kinds:
         builder.add_node(kind.node, update_node(kind, graph_runtime, chat_model))
         builder.add_edge(kind.node, AGENT_NAME)
+    builder.add_node(REMIND_NODE, partial(remind, graph_runtime=graph_runtime))
+    builder.add_edge(REMIND_NODE, AGENT_NAME)
     builder.add_edge(START, AGENT_NAME)
-    builder.add_conditional_edges(AGENT_NAME, message_router(kinds), [*(kind.node for kind in kinds), END])
+    builder.add_conditional_edges(AGENT_NAME, message_router(kinds), [*(kind.node for kind in kinds), REMIND_NODE, END])
     return builder
 
 

@@ -316,3 +316,20 @@ Give each field the user's messages change or add, and null for the others; a li
 JSON_COLLECTION_ANSWER = """The current {memory}, numbered:
 {documents}
 Under "new", the items the user adds; under "changed", the number ("item") of each item the user changes with only the fields that change; under "removed", the numbers of the items the user no longer needs. Leave a list empty when there is nothing for it."""
+
+# The Remind tool the chat model may call when the user asks to be reminded (graph.nodes.remind), and what the
+# user is told when no reminder can be made.
+REMIND_DOC = """Schedule a reminder in this conversation when the user asks to be reminded ("remind me every morning at 8", "remind me the day before", "每天早上提醒我"); say in your reply what you will remind them of and when. If the tool answer says it failed, tell the user."""
+REMIND_SCHEDULE_DOC = (
+    "When to remind, as a cron line in the user's local time (minute hour day-of-month month day-of-week), at most "
+    "once an hour: '0 8 * * *' every day at 8:00, '0 9 * * 1' every Monday at 9:00, '0 9 14 3 *' on March 14 at 9:00."
+)
+REMIND_MESSAGE_DOC = "What to remind the user of, in the user's words; empty for a digest of what is overdue or due."
+REMIND_NEEDS_SERVER = (
+    "I cannot set reminders here: they need a server (langgraph dev or Aegra); without one, run `maistro due` "
+    "from cron for a daily digest."
+)
+REMIND_BAD_SCHEDULE = "I could not set that reminder: {problem}"
+REMIND_SET = "Reminder {cron_id} set on this conversation: {schedule} ({timezone}), {what}."
+REMIND_FAILED = "The reminder was not set: {problem}"
+REMIND_DIGEST = "What is overdue or due today? Give me a short digest of my ToDos."

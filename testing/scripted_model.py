@@ -26,7 +26,7 @@ from pydantic import ConfigDict, Field
 
 from graph.names import AGENT_NAME
 from graph.text_tokens import count_text_tokens
-from graph.thread.model_message import UPDATE_TOOL
+from graph.thread.model_message import REMIND_TOOL, UPDATE_TOOL
 from graph.thread.tokens import count_tokens
 
 Reply = Union[Callable[[Sequence[BaseMessage], list[str]], AIMessage], AIMessage]
@@ -164,6 +164,12 @@ def say(text: str) -> AIMessage:
 def route(*update_types: str, content: str = "") -> AIMessage:
     """A chat reply calling UpdateMemory once per given update_type."""
     return AIMessage(content=content, tool_calls=[_call(UPDATE_TOOL, {"update_type": t}) for t in update_types])
+
+
+def remind(schedule: str, message: str = "", content: str = "", *routed: str) -> AIMessage:
+    """A chat reply calling Remind with `schedule` and `message` (beside UpdateMemory once per `routed` type)."""
+    reminder = _call(REMIND_TOOL, {"schedule": schedule, "message": message})
+    return AIMessage(content=content, tool_calls=[reminder, *(_call(UPDATE_TOOL, {"update_type": t}) for t in routed)])
 
 
 def calls(*tool_calls: dict) -> AIMessage:

@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 from graph.names import AGENT_NAME
+from prompts import REMIND_DIGEST
 
 if TYPE_CHECKING:
     from langgraph_sdk.client import SyncLangGraphClient
 
-DIGEST = "What is overdue or due today? Give me a short digest of my ToDos."
+DIGEST = REMIND_DIGEST
 DAILY_AT_EIGHT = "0 8 * * *"
 TITLE = "Reminders"
 

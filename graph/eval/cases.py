@@ -24,7 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from graph.eval.dates import resolve_date
+from graph.eval.dates import cron_dates, resolve_date
 
 CATEGORIES = (
     "single-fact",
@@ -43,6 +43,7 @@ CATEGORIES = (
     "what-is-due",
     "stale",
     "provenance",
+    "reminders",
 )
 Alternatives = str | list[str]
 
@@ -80,6 +81,24 @@ class TodoPlay(_Strict):
     remove: list[str] = Field(default_factory=list, description="Tasks (a part of their text) to delete.")
 
 
+class ReminderPlay(_Strict):
+    """The `Remind` request a correct model makes: a cron line in the user's local time (a `{SPEC}` in it is a date
+    of `resolve_date`, written as its day and month: `graph.eval.dates.cron_dates`), and what to remind of ("" for
+    the digest of what is due)."""
+
+    schedule: str
+    message: str = ""
+
+
+class ExpectedReminder(_Strict):
+    """A reminder the turn must ask for (scored from the model's `Remind` request: the eval runs without a server):
+    its cron line (`{SPEC}` dates as in `ReminderPlay`), and the facts its message must contain (none: the message
+    is empty, a digest of what is due)."""
+
+    schedule: str
+    about: list[Alternatives] = Field(default_factory=list)
+
+
 class Play(_Strict):
     """How a model that gets the turn right plays it: its reply, and the memory updates it makes."""
 
@@ -94,6 +113,7 @@ class Play(_Strict):
     due: Literal["today", "week"] | None = Field(
         None, description="The turn asks what is due: today (with what is overdue) or this week; the reply names it."
     )
+    remind: ReminderPlay | None = None
 
     @property
     def update_types(self) -> list[str]:
@@ -111,6 +131,7 @@ class Turn(_Strict):
     not_mention: list[str] = Field(default_factory=list, description="What the reply must not name (not due).")
     language: Literal["en", "zh"] | None = None
     confirm: list[Alternatives] = Field(default_factory=list, description="What the turn's memory notes must say.")
+    reminder: ExpectedReminder | None = None
 
 
 class ExpectedTodo(_Strict):
@@ -196,6 +217,10 @@ class Case(_Strict):
         for spec in specs:
             if isinstance(spec, str):
                 resolve_date(spec, date(2026, 1, 1))
+        for turn in self.turns:
+            for reminder in (turn.play.remind, turn.reminder):
+                if reminder is not None:
+                    cron_dates(reminder.schedule, date(2026, 1, 1))
         if self.user is not None:
             self.user.moment(date(2026, 1, 1))
 

@@ -34,3 +34,12 @@ def resolve_date(spec: str, today: date) -> date:
         raise DateSpecError(
             f"The date {spec!r} is not one of: today, today+N, today-N, next <weekday>, end of <month>, YYYY-MM-DD."
         ) from None
+
+
+_CRON_DATE = re.compile(r"\{([^{}]+)\}")
+
+
+def cron_dates(schedule: str, today: date) -> str:
+    """A case's cron line with each `{SPEC}` (a date of `resolve_date`) written as that day's "day month" fields:
+    "0 9 {today+2} *" is 9:00 on the day after tomorrow."""
+    return _CRON_DATE.sub(lambda found: f"{(day := resolve_date(found[1], today)).day} {day.month}", schedule)

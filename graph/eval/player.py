@@ -26,9 +26,9 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict
 
 from graph.eval.cases import Case, Play, TodoFields, Turn
-from graph.eval.dates import resolve_date
+from graph.eval.dates import cron_dates, resolve_date
 from graph.memory.source_lines import asks_for_source
-from graph.thread.model_message import UPDATE_TOOL
+from graph.thread.model_message import REMIND_TOOL, UPDATE_TOOL
 
 FLAWS = {
     "never-routes": "never calls UpdateMemory: it only chats",
@@ -43,6 +43,7 @@ FLAWS = {
     "recreates-updates": "changes a ToDo by removing it and adding a new one with the change made, instead of patching it",
     "server-clock": "counts relative dates and what is due from the server's date (UTC), not the user's message time "
     "in their zone",
+    "never-reminds": "promises a reminder in words but never calls Remind",
 }
 PLAYERS = ("oracle", *FLAWS)
 CHAT_MARKER = "helping them keep track of their ToDo list"
@@ -188,15 +189,23 @@ class Player:
     def chat(self, turn: Turn, view: PromptView) -> Move:
         """The chat node: route the turn's updates not made yet (one at a time without parallel calls), else answer."""
         needed = [t for t in turn.play.update_types if t not in view.routed]
-        if not needed or UPDATE_TOOL not in view.tools or self.flaw == "never-routes":
+        reminders = self.reminders(turn, view)
+        if not (needed or reminders) or UPDATE_TOOL not in view.tools or self.flaw == "never-routes":
             return Move(self.reply(turn, view))
         needed = needed if view.parallel else needed[:1]
         text = self.reply(turn, view) if REPLY_FIRST_MARKER in view.system else ""
+        calls = [*reminders, *((UPDATE_TOOL, {"update_type": t}) for t in needed)]
         if self.flaw == "text-tool-calls":  # the reply is the calls: it says something once they are answered
-            return Move(
-                "\n".join(f'<tool_call>{{"name": "{UPDATE_TOOL}", "arguments": {{"update_type": "{t}"}}}}</tool_call>' for t in needed)
-            )
-        return Move(text, [(UPDATE_TOOL, {"update_type": t}) for t in needed])
+            return Move("\n".join(f'<tool_call>{json.dumps({"name": name, "arguments": args})}</tool_call>' for name, args in calls))
+        return Move(text, calls)
+
+    def reminders(self, turn: Turn, view: PromptView) -> list[tuple[str, dict]]:
+        """The turn's `Remind` call, on its first chat request, when the graph offers the tool (not for the
+        never-reminds flaw)."""
+        remind = turn.play.remind
+        if remind is None or REMIND_TOOL not in view.tools or not view.after_user or self.flaw == "never-reminds":
+            return []
+        return [(REMIND_TOOL, {"schedule": cron_dates(remind.schedule, self.today_of(view)), "message": remind.message})]
 
     def _secretive(self, play: Play, text: str) -> str:
         """`text`, with the turn's secret appended when this player stores secrets."""

@@ -49,6 +49,7 @@ class TurnRecord:
     answered_first: bool = False
     failed_updates: int = 0
     notes: list[str] = field(default_factory=list)
+    reminders: list[dict] = field(default_factory=list)
     error: str | None = None
 
 
@@ -143,10 +144,12 @@ def _reply_came_with_calls(reply: AIMessage, routing: AIMessage) -> bool:
 
 
 def finish_record(record: TurnRecord, messages: Sequence[Any]) -> None:
-    """Fill in what the turn's messages show: the reply, whether it routed and answered first, failed updates, and
-    the notes on its memory changes (`graph.memory.notes`)."""
+    """Fill in what the turn's messages show: the reply, whether it routed and answered first, failed updates, the
+    notes on its memory changes (`graph.memory.notes`) and the reminders the model asked for (`Remind`: the eval
+    runs without a server, so they are scored as asked, not as made)."""
     from graph.memory.kinds import DEFAULT_MEMORY_KINDS
     from graph.memory.notes import change_notes
+    from graph.nodes.remind import reminder_requests
 
     turn = _turn_messages(messages)
     spoken = [m for m in turn if isinstance(m, AIMessage) and m.text.strip()]
@@ -157,6 +160,7 @@ def finish_record(record: TurnRecord, messages: Sequence[Any]) -> None:
     record.failed_updates = sum(1 for m in turn if isinstance(m, ToolMessage) and m.status == "error")
     answers = [m for m in turn if isinstance(m, ToolMessage) and isinstance(m.artifact, dict)]
     record.notes = [note for m in answers for note in change_notes(m.artifact, DEFAULT_MEMORY_KINDS)]
+    record.reminders = [request for m in turn if isinstance(m, AIMessage) for request in reminder_requests(m)]
 
 
 def play_turn(compiled: CompiledStateGraph, chat_node: str, config: dict, record: TurnRecord, meter: Meter) -> None:

@@ -10,7 +10,8 @@ Every check is counted, so scores add up across cases and categories:
 - recall answers: each fact a reply must mention; secrets: each string that must not be stored, kept out;
   language: each reply that must be in a language, and is; confirmations: each thing a turn's memory notes must
   say (what a change replaced: "location Boston → Denver"), said; pending kept: each memory whose failed update
-  must be kept as a pending change, kept. `pending` counts every update a run left pending, expected or not.
+  must be kept as a pending change, kept. `pending` counts every update a run left pending, expected or not;
+  reminders: each reminder a turn must ask for (`Remind`'s cron line) and each fact its message must say, asked.
 - score = checks passed ÷ (checks + wrong + spurious + duplicates): 1.0 only when everything is right and
   nothing unwanted was stored.
 """
@@ -23,8 +24,8 @@ from statistics import median
 from typing import Any, get_origin
 from zoneinfo import ZoneInfo
 
-from graph.eval.cases import CATEGORIES, Alternatives, Case, ExpectedTodo
-from graph.eval.dates import resolve_date
+from graph.eval.cases import CATEGORIES, Alternatives, Case, ExpectedReminder, ExpectedTodo
+from graph.eval.dates import cron_dates, resolve_date
 from graph.eval.runner import CaseRun
 from schemas import Profile
 
@@ -62,6 +63,8 @@ class Counts:
     pending_expected: int = 0
     pending_kept: int = 0
     pending: int = 0
+    reminders: int = 0
+    reminders_asked: int = 0
 
     def __add__(self, other: "Counts") -> "Counts":
         return Counts(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
@@ -74,8 +77,14 @@ def _ratio(part: int, whole: int) -> float | None:
 def rates(counts: Counts) -> dict[str, float | None]:
     """The scorecard's ratios of some counts (None where nothing was checked)."""
     unwanted = counts.wrong + counts.spurious + counts.duplicates
-    passed = counts.correct + counts.mentioned + counts.secrets_kept + counts.right_language + counts.confirmed + counts.pending_kept
-    checks = counts.facts + counts.mentions + counts.secrets + counts.languages + counts.confirmations + counts.pending_expected
+    passed = (
+        counts.correct + counts.mentioned + counts.secrets_kept + counts.right_language + counts.confirmed
+        + counts.pending_kept + counts.reminders_asked
+    )
+    checks = (
+        counts.facts + counts.mentions + counts.secrets + counts.languages + counts.confirmations
+        + counts.pending_expected + counts.reminders
+    )
     return {
         "score": _ratio(passed, checks + unwanted),
         "memory_recall": _ratio(counts.correct, counts.facts),
@@ -85,6 +94,7 @@ def rates(counts: Counts) -> dict[str, float | None]:
         "language": _ratio(counts.right_language, counts.languages),
         "confirmations": _ratio(counts.confirmed, counts.confirmations),
         "pending_kept": _ratio(counts.pending_kept, counts.pending_expected),
+        "reminders": _ratio(counts.reminders_asked, counts.reminders),
         "answered_first": _ratio(counts.answered_first, counts.memory_turns),
         "calls_per_turn": _ratio(counts.model_calls, counts.turns),
     }
@@ -233,6 +243,8 @@ def score_case(run: CaseRun, today: date, timezone: str = "UTC") -> CaseScore:
         unsaid = [fact for fact in turn.confirm if not _has(notes, fact)]
         counts.confirmed += len(turn.confirm) - len(unsaid)
         score.problems += [f"the notes on {turn.user!r} do not say {fact!r}" for fact in unsaid]
+        if turn.reminder:
+            score_reminder(turn.reminder, record.reminders, counts, score.problems, turn.user, today)
         counts.turns += 1
         counts.memory_turns += record.memory_turn
         counts.answered_first += record.answered_first
@@ -261,6 +273,24 @@ def score_case(run: CaseRun, today: date, timezone: str = "UTC") -> CaseScore:
     if counts.correct < counts.facts:
         score.problems.append(f"{counts.facts - counts.correct} of {counts.facts} expected memories missing or wrong")
     return score
+
+
+def score_reminder(
+    expected: ExpectedReminder, asked: Sequence[Mapping[str, Any]], counts: Counts, problems: list[str], said: str, today: date
+) -> None:
+    """Count a turn's expected reminder: one check for a `Remind` request with its cron line (its dates counted from
+    the user's `today`), and an empty message when it expects a digest; one per fact its message must contain."""
+    schedule = " ".join(cron_dates(expected.schedule, today).split())
+    matching = [request for request in asked if " ".join(str(request.get("schedule", "")).split()) == schedule]
+    message = str(matching[0].get("message") or "") if matching else ""
+    counts.reminders += 1 + len(expected.about)
+    scheduled = bool(matching) and (bool(expected.about) or not message.strip())
+    counts.reminders_asked += scheduled
+    if not scheduled:
+        problems.append(f"the turn {said!r} asked for no reminder {schedule!r}" + ("" if expected.about else " with no message"))
+    missing = [fact for fact in expected.about if not (matching and _has(message, fact))]
+    counts.reminders_asked += len(expected.about) - len(missing)
+    problems += [f"the reminder asked on {said!r} does not say {fact!r}" for fact in missing]
 
 
 def _latency(values: Iterable[float]) -> dict[str, float | None]:

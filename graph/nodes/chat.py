@@ -26,6 +26,7 @@ from graph.memory.rendering import (
 )
 from graph.memory.source_lines import asks_about_past, asks_for_source, past_section, sources_section
 from graph.memory.user_time import asks_for_zone, calendar_text
+from graph.nodes.remind import checked_reminders, offered_tools
 from graph.nodes.summary import fold_into_summary, with_summary
 from graph.nodes.update import must_tell_user, routed_here, send_outcome
 from graph.nodes.window import PromptParts, invoke_fitted
@@ -137,7 +138,9 @@ def task_maistro(
     chat_model: ChatModelFactory,
     graph_runtime: GraphRuntime,
 ) -> dict:
-    """Answer the user, and call UpdateMemory for the memory kinds of `graph_runtime` the turn brings news for.
+    """Answer the user, and call UpdateMemory for the memory kinds of `graph_runtime` the turn brings news for (and
+    Remind when the user asks for a reminder: `graph.nodes.remind`, whose calls that cannot be scheduled are dropped
+    here, the reply saying why in one sentence).
 
     With `reply_timing="first"` (the default) the model replies in the same message as its UpdateMemory calls,
     so the reply streams while the update nodes run: the thread gets it before a message of its own for the calls
@@ -209,13 +212,15 @@ def task_maistro(
     may_route = view.rounds < settings.max_memory_rounds and state["remaining_steps"] > STEPS_PER_ROUND + 1
     while True:
         prompt = chat_prompt(stable, summary, [*visible_thread, *new_messages], context)
-        response = invoke_fitted(model.bind_tools([update_memory_tool(kinds)]) if may_route else model, model, prompt)
+        tools = [update_memory_tool(kinds), *offered_tools(model)]
+        response = invoke_fitted(model.bind_tools(tools) if may_route else model, model, prompt)
         taken = ThreadView.of([*thread, *new_messages]).taken_ids
         normalised = read_reply(response, kinds, taken)
         tell_quoted_calls(normalised.notes)
         if not may_route:
             new_messages.append(without_tool_calls(normalised.message))
             break
+        normalised = replace(normalised, message=checked_reminders(normalised.message))
         routed_here(graph_runtime.routed, normalised.message)
         new_messages += [normalised.message, *(refusal.answer for refusal in normalised.refusals)]
         tell_refusals(normalised.refusals)

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graph.memory.store import INTERNAL_NAMESPACES, InvalidUserIdError, check_user_id, user_label
+from graph.nodes.remind import install_scheduler
 from graph.server.limits import (
     MAX_RUN_INPUT_BYTES,
     MAX_SEARCH_LIMIT,
@@ -42,7 +43,14 @@ from graph.server.limits import (
     check_cron_schedule,
     json_size,
 )
-from graph.server.platform import header_values, run_input, server_store, store_request_namespace, store_rule_result
+from graph.server.platform import (
+    create_reminder,
+    header_values,
+    run_input,
+    server_store,
+    store_request_namespace,
+    store_rule_result,
+)
 from graph.server.startup import checked_at_start
 from graph.settings import Settings, current_settings
 
@@ -368,8 +376,10 @@ def create_auth() -> Auth:
 
 
 def __getattr__(name: str) -> Any:
-    """Build `auth` on first access (the server's `getattr(module, "auth")`)."""
+    """Build `auth` on first access (the server's `getattr(module, "auth")`), and from then on let the reminders
+    the agent makes in this server's runs use the server's own crons (`graph.server.platform.create_reminder`)."""
     if name != "auth":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     registry = globals()["auth"] = create_auth()
+    install_scheduler(create_reminder)
     return registry

@@ -18,6 +18,8 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+from graph.nodes.remind import MIN_CRON_INTERVAL_SECONDS, shortest_interval
+
 MAX_REQUEST_BYTES = 1024 * 1024
 MAX_QUERY_BYTES = 8 * 1024
 MAX_JSON_DEPTH = 64
@@ -31,9 +33,6 @@ MAX_NAME_CHARACTERS = 256
 MAX_NAMESPACE_LABELS = 8
 MAX_INDEX_FIELDS = 32
 MAX_SEARCH_LIMIT = 100
-MIN_CRON_INTERVAL_SECONDS = 3600
-# How many coming firings of a cron schedule are checked for the interval (two days of an hourly one).
-CRON_FIRINGS_CHECKED = 48
 # Envelope fields holding JSON documents, and how many bytes each may take.
 DOCUMENT_LIMITS = {
     # Store values; the memory page sends the version it edited from as `base`.
@@ -246,15 +245,11 @@ def check_query(query_string: bytes) -> None:
 def check_cron_schedule(schedule: Any) -> None:
     """Refuse (403) a cron schedule that fires more often than once every `MIN_CRON_INTERVAL_SECONDS`; a schedule
     that is not a cron line is left to the server, which refuses it with its own sentence."""
-    from datetime import UTC, datetime
-
     from croniter import croniter
 
     if not isinstance(schedule, str) or not croniter.is_valid(schedule):
         return
-    firings = croniter(schedule, datetime(2026, 1, 1, tzinfo=UTC))
-    times = [firings.get_next(float) for _ in range(CRON_FIRINGS_CHECKED)]
-    shortest = min(later - earlier for earlier, later in zip(times, times[1:], strict=False))
+    shortest = shortest_interval(schedule)
     if shortest < MIN_CRON_INTERVAL_SECONDS:
         minutes = round(shortest / 60)
         raise RequestRefused(

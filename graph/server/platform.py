@@ -13,6 +13,9 @@ Aegra (`aegra serve`). Everything else in `graph.server` is written once and ask
   label: aegra.json maps each memory kind to the `user_label` the auth handler returns, so that the SDK reaches
   exactly the namespaces the graph writes.
 - Run requests: langgraph-api passes the run's input under `kwargs`; Aegra passes the request body itself.
+- Reminders the agent makes (`create_reminder`): inside a run, langgraph-api's client reaches the server through
+  `/noauth`, past the auth rules, and Aegra has no in-process route; so the cron is made with each server's own calls
+  (langgraph-api's `Crons.put`, Aegra's cron routes) as the run's own user, and the same rules apply as to a client.
 - The store, and `/info`: each server's own, from its own module; on Aegra (LangGraph's `AsyncPostgresStore`) the history
   is read with SQL (`graph.backends.history_postgres`).
 """
@@ -27,6 +30,7 @@ if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
 
     from graph.memory.kinds import MemoryKind
+    from graph.nodes.remind import ReminderRequest
 
 AEGRA = "aegra"
 LANGGRAPH_API = "langgraph-api"
@@ -109,3 +113,57 @@ async def server_info(request: Any) -> dict[str, Any]:
     from langgraph_api.api.meta import meta_info
 
     return json.loads((await meta_info(request)).body)
+
+
+def reminder_input(request: ReminderRequest) -> dict[str, Any]:
+    """The input each firing of a reminder's cron sends the agent: the reminder's message as the user's."""
+    return {"messages": [{"role": "user", "content": request.message}]}
+
+
+async def create_reminder(request: ReminderRequest) -> dict[str, Any]:
+    """Make the cron of a reminder the agent was asked for, on the run's own thread, as the run's own user (the one
+    the server put in the run's config), through the server's own cron calls, so that the auth rules
+    (`graph.server.auth.own_crons`) apply as to a client; the cron as the server lists it. Raises what the server
+    raises when it refuses (an HTTP exception with its sentence)."""
+    from graph.names import AGENT_NAME
+
+    configurable = request.config.get("configurable") or {}
+    user = configurable.get("langgraph_auth_user")
+    if server_kind() == AEGRA:
+        return await _aegra_reminder(request, user, AGENT_NAME)
+    from langgraph_api.utils import fetchone
+    from langgraph_runtime.database import connect
+    from langgraph_runtime.ops import Crons
+    from langgraph_sdk import Auth
+
+    permissions = list(configurable.get("langgraph_auth_permissions") or [])
+    ctx = Auth.types.BaseAuthContext(user=user, permissions=permissions) if user is not None else None
+    payload = {"assistant_id": AGENT_NAME, "input": reminder_input(request)}
+    async with connect() as conn:
+        cron = await Crons.put(
+            conn, payload=payload, schedule=request.schedule, thread_id=request.thread_id, metadata={},
+            enabled=True, timezone=request.timezone, ctx=ctx,
+        )
+        return dict(await fetchone(cron))
+
+
+async def _aegra_reminder(request: ReminderRequest, user: Any, assistant_id: str) -> dict[str, Any]:
+    """`create_reminder` on Aegra: its thread-cron route made disabled (Aegra runs a new enabled cron at once), then
+    enabled through its update route, both as the run's user."""
+    from aegra_api.api.crons import create_cron_for_thread, update_cron
+    from aegra_api.core.orm import get_session_maker
+    from aegra_api.models.crons import CronCreate, CronUpdate
+    from aegra_api.services.cron_service import CronService
+    from aegra_api.services.langgraph_service import get_langgraph_service
+
+    if user is None:
+        raise PermissionError("The run has no user to own the reminder.")
+    created = CronCreate(
+        assistant_id=assistant_id, schedule=request.schedule, input=reminder_input(request), enabled=False,
+        timezone=request.timezone,
+    )
+    async with get_session_maker()() as session:
+        service = CronService(session, get_langgraph_service())
+        cron = await create_cron_for_thread(request.thread_id, created, user, service, session)
+        enabled = await update_cron(cron.cron_id, CronUpdate(enabled=True), user, service)
+        return enabled.model_dump(mode="json")

@@ -46,6 +46,8 @@ from prompts import (
 
 # The memory tool's name, as the chat node offers it to the model (graph.nodes.chat) and a model calls it.
 UPDATE_TOOL = "UpdateMemory"
+# The tool the chat model calls to schedule a reminder (graph.nodes.remind checks and runs it).
+REMIND_TOOL = "Remind"
 
 
 @dataclass(frozen=True)
@@ -138,7 +140,10 @@ class _Boundary:
         return update_type_for(self.kinds, args.get("update_type")) if is_update_tool(name) else None
 
     def routed(self, name: object, args: dict) -> dict | None:
-        """A call's name and arguments as UpdateMemory takes them, or None when they do not name a memory."""
+        """A call's name and arguments as UpdateMemory takes them (a `Remind` call as it came: `graph.nodes.remind`
+        checks it), or None when they do not name a memory."""
+        if name == REMIND_TOOL:
+            return {"name": REMIND_TOOL, "args": args}
         update_type = self.update_type(name, args)
         if update_type is None:
             return None

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from graph.eval.cases import Case, load_cases
-from graph.eval.dates import resolve_date
+from graph.eval.dates import cron_dates, resolve_date
 from graph.eval.scoring import rates
 from graph.memory.relative_dates import only_date_said
 from graph.memory.source_lines import asks_for_source
@@ -40,6 +40,15 @@ def chinese_turns(suite: list[Case], routing_only: bool = False) -> int:
 
 def without_costs(counts):
     return replace(counts, model_calls=0, prompt_tokens=0, completion_tokens=0, memory_turns=0, answered_first=0)
+
+
+DENTIST = "My dentist appointment is the day after tomorrow; remind me the day before at 9."
+
+
+def tokyo_reminder() -> str:
+    """The cron line the Tokyo dentist's reminder must have: 9:00 on the user's tomorrow, counted in Tokyo."""
+    (case,) = load_cases("reminders-day-before-tokyo")
+    return cron_dates("0 9 {today+1} *", case.user_today(TODAY, "UTC")[0])
 
 
 def test_the_oracle_scores_every_case_in_full_with_every_reply_first_and_no_failures_but_those_it_plays(oracle):
@@ -105,6 +114,23 @@ def test_the_tutorials_graph_loses_the_points_of_deletions_and_the_page_of_ten_o
         "past-previous-city": ["the reply to 'Where did I live before?' does not mention 'Austin'"],
         "why-passport-todo": [
             "the reply to 'How do you know I need to renew my passport?' does not mention 'renew my passport before the Lisbon trip'"
+        ],
+        # No Remind tool: no reminder is ever asked for.
+        "reminders-chinese-every-morning": [
+            "the turn '每天早上8点提醒我写日报。' asked for no reminder '0 8 * * *'",
+            "the reminder asked on '每天早上8点提醒我写日报。' does not say '日报'",
+        ],
+        "reminders-daily-digest": ["the turn 'Remind me every day at 8 of what is due.' asked for no reminder '0 8 * * *' with no message"],
+        "reminders-weekly-with-todo": [
+            "the turn 'I need to water the plants; remind me every Monday at 9.' asked for no reminder '0 9 * * 1'",
+            "the reminder asked on 'I need to water the plants; remind me every Monday at 9.' does not say 'plants'",
+        ],
+        # ... and, with no user's own time, the dentist's deadline is the server's day after tomorrow.
+        "reminders-day-before-tokyo": [
+            f"the turn {DENTIST!r} asked for no reminder {tokyo_reminder()!r}",
+            f"the reminder asked on {DENTIST!r} does not say 'dentist'",
+            "1 wrong stored value(s)",
+            "1 of 1 expected memories missing or wrong",
         ],
     }
 
@@ -235,6 +261,24 @@ def test_a_model_on_the_servers_clock_loses_exactly_the_dates_of_users_on_anothe
     )
     unzoned = [case for case in suite if case.user is None]  # the user's day is the server's: nothing lost
     assert without_costs(total(play(unzoned, flaw="server-clock"))) == without_costs(oracle_total(oracle, unzoned))
+
+
+def test_a_model_that_never_calls_remind_loses_exactly_the_reminders_asked_for_and_nothing_else(oracle):
+    suite = load_cases("reminders,single-todo")
+    right, flawed = oracle_total(oracle, suite), total(play(suite, flaw="never-reminds"))
+    expected = sum(1 + len(turn.reminder.about) for case in suite for turn in case.turns if turn.reminder)
+    assert right.reminders_asked == right.reminders == expected == 7 and flawed.reminders_asked == 0
+    assert rates(right)["reminders"] == 1.0 and rates(flawed)["reminders"] == 0.0
+    assert without_costs(replace(flawed, reminders_asked=right.reminders_asked)) == without_costs(right)
+
+
+def test_a_model_on_the_servers_clock_asks_for_the_day_before_on_the_wrong_day_where_the_users_day_is_not_the_servers(oracle):
+    suite = load_cases("reminders")
+    right, flawed = oracle_total(oracle, suite), total(play(suite, flaw="server-clock"))
+    (zoned,) = [case for case in suite if case.user is not None]
+    lost = sum(1 + len(turn.reminder.about) for turn in zoned.turns if turn.reminder)
+    assert right.reminders_asked - flawed.reminders_asked == lost == 2
+    assert without_costs(replace(flawed, reminders_asked=right.reminders_asked)) == without_costs(right)
 
 
 def test_a_model_that_overlooks_the_notes_below_a_list_loses_the_stale_todos_it_should_raise_and_nothing_else(oracle):

@@ -75,8 +75,8 @@ def test_new_kinds_are_routed_extracted_with_trustcall_stored_and_shown_in_the_p
     thread = turn(kinds_agent, "My sister Ada's number is 555-0100. I'm allergic to peanuts.")
 
     first_call = model.calls_in("task_maistro")[0]
-    (tool,) = first_call.tools
-    assert tool["function"]["name"] == "UpdateMemory"
+    tool, remind = first_call.tools
+    assert (tool["function"]["name"], remind["function"]["name"]) == ("UpdateMemory", "Remind")
     update_types = tool["function"]["parameters"]["properties"]["update_type"]["enum"]
     assert update_types == ["user", "todo", "instructions", "contact", "health"]
     assert "People the user knows" in first_call.messages[0].content

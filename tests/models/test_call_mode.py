@@ -124,6 +124,6 @@ def test_auto_keeps_a_tool_calling_model_on_tools(script, monkeypatch, tmp_path)
 
     assert profile_of(agent)["name"] == "Lance"
     assert script.seen == ["precheck", "chat", "profile"]
-    assert tool_names(stub.requests[1]) == ["UpdateMemory"]
+    assert tool_names(stub.requests[1]) == ["UpdateMemory", "Remind"]
     assert "response_format" not in stub.requests[1]
     assert isinstance(thread[-1], AIMessage) and thread[-1].content == "Nice to meet you, Lance!"

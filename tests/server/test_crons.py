@@ -24,6 +24,7 @@ from graph.app.reminders import DIGEST, add_reminder, reminder_text, reminder_ti
 from graph.memory.store import user_label
 from graph.names import AGENT_NAME
 from graph.server import auth as server_auth
+from graph.thread.model_message import REMIND_TOOL
 from testing.aegra_server import SERVER_KINDS, api_server
 from testing.langgraph_server import new_thread, offline_environment
 from testing.openai_stub import OpenAIStub, text_reply, tool_calls_reply
@@ -247,6 +248,30 @@ def test_maistro_reminders_adds_lists_and_cancels_a_users_own_reminders(server, 
     assert code == 0 and clients[ALICE].crons.search(limit=100) == []
     code, said = maistro("reminders", "list", "--server", server, "--token", TOKENS[ALICE])
     assert code == 0 and said.strip() == f"You have no reminders on {server}."
+
+
+def test_the_agent_makes_the_reminder_the_user_asks_for_on_their_own_thread(server, clients, script: Script):
+    alice, bob = clients[ALICE], clients[BOB]
+    reply = "I'll send you a digest of what is due every day at 8."
+    script.add("chat", {**tool_calls_reply((REMIND_TOOL, {"schedule": DAILY, "message": ""})), "content": reply})
+    thread_id = new_thread(alice)
+
+    final = alice.runs.wait(
+        thread_id, AGENT_NAME, input={"messages": [{"role": "user", "content": "Remind me every day at 8"}]},
+        context={"timezone": "Asia/Tokyo"},
+    )
+
+    (reminder,) = alice.crons.search(thread_id=thread_id, limit=100)
+    assert (reminder["schedule"], reminder_timezone(reminder), reminder_text(reminder)) == (DAILY, "Asia/Tokyo", DIGEST)
+    assert reminder["enabled"] is True and reminder["thread_id"] == thread_id
+    assert final["messages"][-1]["content"] == reply and script.remaining() == {}
+    assert len(alice.runs.list(thread_id)) == 1, "the reminder speaks first at its time, not at once"
+    code, listed = maistro("reminders", "list", "--server", server, "--token", TOKENS[ALICE], "--json")
+    assert code == 0 and reminder["cron_id"] in [cron["cron_id"] for cron in json.loads(listed)]
+    assert reminder["cron_id"] not in [cron["cron_id"] for cron in bob.crons.search(limit=100)]
+    code, bobs = maistro("reminders", "list", "--server", server, "--token", TOKENS[BOB], "--json")
+    assert code == 0 and reminder["cron_id"] not in bobs
+    alice.crons.delete(reminder["cron_id"])
 
 
 def signed_in_page(browser: Browser, server: str, token: str) -> Page:
