@@ -18,10 +18,10 @@ from datetime import datetime
 from typing import Any
 
 from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, Item
 
 from graph.memory.change_log import change_log
-from graph.memory.done_log import log_line, move_finished, read_counts
+from graph.memory.done_log import counts_of, log_line, move_finished, read_bookkeeping
 from graph.memory.kinds import MemoryKind, UnknownKindError, kind_named
 from graph.memory.list_reads import ListReader, head_candidates, updated_list
 from graph.memory.rendering import render_collection, render_documents
@@ -37,7 +37,7 @@ from graph.memory.selection import (
     recent_user_text,
     semantic_hits,
 )
-from graph.memory.stale import raise_stale
+from graph.memory.stale import raise_stale, stale_record_key
 from graph.memory.store import read_kind
 from graph.memory.user_time import profile_zone
 from graph.recent import Recent
@@ -242,25 +242,39 @@ def start_turn(
     key = _turn_key(store, settings, messages, thread_id, kinds)
     reads.turns.pop(key)
     now = settings.now()
-    move_finished(store, settings.resolved_user_id, kinds, now)
+    user_id = settings.resolved_user_id
+    collections = [kind for kind in kinds if kind.collection]
+    bookkeeping = read_bookkeeping(store, user_id, [key for kind in collections for key in (kind.name, stale_record_key(kind))])
+    if move_finished(store, user_id, kinds, now, counts=bookkeeping):
+        bookkeeping = read_bookkeeping(store, user_id, [kind.name for kind in collections]) | {
+            stale_record_key(kind): bookkeeping[stale_record_key(kind)] for kind in collections
+        }
     memories = read_turn_memories(store, settings, messages, kinds, reads)
-    memories = replace(memories, notes=turn_notes(store, settings.resolved_user_id, kinds, memories, now))
+    memories = replace(memories, notes=turn_notes(store, user_id, kinds, memories, now, bookkeeping))
     reads.turns.put(key, memories)
     return memories
 
 
 def turn_notes(
-    store: BaseStore, user_id: str, kinds: Sequence[MemoryKind], memories: TurnMemories, now: datetime
+    store: BaseStore,
+    user_id: str,
+    kinds: Sequence[MemoryKind],
+    memories: TurnMemories,
+    now: datetime,
+    bookkeeping: Mapping[str, Item | None],
 ) -> dict[str, str]:
     """What the chat prompt says of each collection besides its documents, by kind name: its done log's counts by
-    month (`graph.memory.done_log.log_line`), and its stale documents, raised once (`graph.memory.stale`)."""
+    month (`graph.memory.done_log.log_line`), and its stale documents, raised once (`graph.memory.stale`);
+    `bookkeeping`: the counts documents and stale records the turn read (`read_bookkeeping`)."""
     notes = {}
     for kind in kinds:
         if not kind.collection:
             continue
-        lines = [raise_stale(store, user_id, kind, memories.prompt[kind.name].items, now)] if kind.deadline_field else []
+        items = memories.prompt[kind.name].items
+        stored = bookkeeping[stale_record_key(kind)]
+        lines = [raise_stale(store, user_id, kind, items, now, stored)] if kind.deadline_field else []
         if kind.done_status:
-            lines.append(log_line(kind, read_counts(store, user_id, kind)[0], now))
+            lines.append(log_line(kind, counts_of(bookkeeping[kind.name])[0], now))
         if text := "\n".join(line for line in lines if line):
             notes[kind.name] = text
     return notes

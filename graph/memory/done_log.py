@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
-from langgraph.store.base import BaseStore, Item, PutOp
+from langgraph.store.base import BaseStore, GetOp, Item, PutOp
 
 from graph.memory.completion import completed_at, is_done
 from graph.memory.conditions import ConflictError, Unchanged, write_unless_changed
@@ -98,7 +98,18 @@ def finished_at(kind: MemoryKind, item: Item) -> datetime:
 def read_counts(store: BaseStore, user_id: str, kind: MemoryKind) -> tuple[dict[str, int], dict[str, Any] | None]:
     """The user's finishes of `kind` by month ("YYYY-MM" → count), and the counts document as stored (None: none);
     a month or count that is not one is left out."""
-    item = store.get(counts_namespace(user_id), kind.name)
+    return counts_of(store.get(counts_namespace(user_id), kind.name))
+
+
+def read_bookkeeping(store: BaseStore, user_id: str, keys: Sequence[str]) -> dict[str, Item | None]:
+    """The user's documents of the done-log counts namespace under `keys` (a kind's counts, its stale record), in
+    one read: a turn reads them all at once instead of one statement each."""
+    items = store.batch([GetOp(counts_namespace(user_id), key, refresh_ttl=False) for key in keys])
+    return dict(zip(keys, items, strict=True))
+
+
+def counts_of(item: Item | None) -> tuple[dict[str, int], dict[str, Any] | None]:
+    """The finishes by month of a counts document as read (`read_counts`), and its stored value (None: none)."""
     stored = item.value if item else None
     months = stored.get(MONTHS) if isinstance(stored, dict) else None
     if not isinstance(months, dict):
@@ -120,7 +131,13 @@ def _counts_value(months: Mapping[str, int], next_check: datetime | None = None)
 
 
 def move_finished(
-    store: BaseStore, user_id: str, kinds: Sequence[MemoryKind], now: datetime | None = None, *, force: bool = False
+    store: BaseStore,
+    user_id: str,
+    kinds: Sequence[MemoryKind],
+    now: datetime | None = None,
+    *,
+    force: bool = False,
+    counts: Mapping[str, Item | None] | None = None,
 ) -> int:
     """Move the user's documents finished more than MAISTRO_DONE_LOG_AFTER_DAYS before `now` (default: the current
     time) into their done log, in one conditioned batch per kind (see the module's docstring); how many moved.
@@ -130,14 +147,17 @@ def move_finished(
     The counts document also records when the list next needs a look (`NEXT_CHECK`: the earliest finish among the
     done documents left on the list, or the time of the look less `CHECK_MARGIN` when none is left; a document
     marked done later is finished later): until the cutoff passes it, a call reads that one document and nothing
-    else. A user who never finished anything has no counts document (each call looks, and finds nothing). `force` looks anyway (after an import, which may bring documents finished long ago)."""
+    else; a user who never finished anything gets one at the first look, so the next looks wait too. `force` looks
+    anyway (after an import, which may bring documents finished long ago). `counts`: the counts documents already
+    read by kind name (`read_bookkeeping`), used for the first attempt."""
     now = now or datetime.now(timezone.utc)
     cutoff = now - timedelta(days=current_settings().done_log_after_days)
     moved = 0
     for kind in logged_kinds(kinds):
-        for _ in range(MOVE_ATTEMPTS):
+        for attempt in range(MOVE_ATTEMPTS):
+            known = counts_of(counts[kind.name]) if counts is not None and attempt == 0 else None
             try:
-                moved += _move_once(store, user_id, kind, now, cutoff, force)
+                moved += _move_once(store, user_id, kind, now, cutoff, force, known)
                 break
             except ConflictError:
                 continue
@@ -149,8 +169,16 @@ def _next_check(stored: Any) -> datetime | None:
     return completed_at(stored.get(NEXT_CHECK)) if isinstance(stored, dict) else None
 
 
-def _move_once(store: BaseStore, user_id: str, kind: MemoryKind, now: datetime, cutoff: datetime, force: bool) -> int:
-    months, stored_counts = read_counts(store, user_id, kind)
+def _move_once(
+    store: BaseStore,
+    user_id: str,
+    kind: MemoryKind,
+    now: datetime,
+    cutoff: datetime,
+    force: bool,
+    known: tuple[dict[str, int], dict[str, Any] | None] | None,
+) -> int:
+    months, stored_counts = known if known is not None else read_counts(store, user_id, kind)
     next_check = _next_check(stored_counts)
     if not force and next_check is not None and cutoff < next_check:
         return 0
@@ -158,8 +186,6 @@ def _move_once(store: BaseStore, user_id: str, kind: MemoryKind, now: datetime, 
     found = store.search(ns, filter={kind.status_field: kind.done_status}, limit=WHOLE_NAMESPACE)
     finished = [(item, finished_at(kind, item)) for item in found if item.namespace == ns and is_done(kind, item.value)]
     due = [(item, moment) for item, moment in finished if moment <= cutoff]
-    if not finished and stored_counts is None:
-        return 0  # nothing finished yet: no log to start, and the next look costs as little as this one
     later = min([moment for _, moment in finished if moment > cutoff] + [now - CHECK_MARGIN])
     log_ns = log_namespace(kind, user_id)
     conditions: list[Unchanged] = [Unchanged(counts_namespace(user_id), kind.name, stored_counts)]

@@ -34,12 +34,19 @@ def stale_items(kind: MemoryKind, items: Sequence[Item], now: datetime) -> list[
     return [item for _, item in sorted(dated, key=lambda pair: (pair[0], pair[1].key))]
 
 
-def raise_stale(store: BaseStore, user_id: str, kind: MemoryKind, items: Sequence[Item], now: datetime) -> str:
+def stale_record_key(kind: MemoryKind) -> str:
+    """The key, in the user's done-log counts namespace, of the record of `kind`'s stale documents already raised."""
+    return f"{kind.name}.stale"
+
+
+def raise_stale(
+    store: BaseStore, user_id: str, kind: MemoryKind, items: Sequence[Item], now: datetime, stored: Item | None
+) -> str:
     """The line of the chat prompt that raises the stale documents among `items` not raised before (recorded now);
-    "" when there are none, or another turn raised them first."""
+    "" when there are none, or another turn raised them first. `stored`: the record as the turn read it
+    (`stale_record_key`)."""
     stale = stale_items(kind, items, now)
-    record_key = f"{kind.name}.stale"
-    stored = store.get(counts_namespace(user_id), record_key)
+    record_key = stale_record_key(kind)
     before = stored.value if stored else None
     raised = before.get(RAISED) if isinstance(before, dict) else None
     raised = set(raised) if isinstance(raised, list) else set()

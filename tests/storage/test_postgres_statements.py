@@ -1,5 +1,6 @@
-"""PostgreSQL round trips: an ordinary turn (one ToDo added) costs at most 15 statements, counted by the client
-and, as transactions, by the server's own statistics (pg_stat_database)."""
+"""PostgreSQL round trips: an ordinary turn (one ToDo added) costs at most 16 statements, counted by the client
+and, as transactions, by the server's own statistics (pg_stat_database). It was 15 before the done log: each turn
+reads the done log's counts and the stale record (`graph.memory.done_log.read_bookkeeping`) in one statement more."""
 
 from langchain_core.messages import HumanMessage
 
@@ -9,7 +10,7 @@ from testing.scripted_session import task_keeper
 
 WARM_UP = 3
 MEASURED = 5
-MOST_STATEMENTS = 15
+MOST_STATEMENTS = 16
 
 
 def play(database_url: str, messages: list[str], count: list[int] | None = None) -> None:
@@ -22,7 +23,7 @@ def play(database_url: str, messages: list[str], count: list[int] | None = None)
         close_graph(agent)
 
 
-def test_an_ordinary_turn_costs_at_most_fifteen_statements(postgres_url, fresh_database):
+def test_an_ordinary_turn_costs_at_most_sixteen_statements(postgres_url, fresh_database):
     database = fresh_database.rsplit("/", 1)[1]
     messages = [f"Remind me: task {n}" for n in range(WARM_UP + MEASURED)]
     play(fresh_database, messages[:WARM_UP])
