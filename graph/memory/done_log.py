@@ -147,7 +147,7 @@ def move_finished(
     The counts document also records when the list next needs a look (`NEXT_CHECK`: the earliest finish among the
     done documents left on the list, or the time of the look less `CHECK_MARGIN` when none is left; a document
     marked done later is finished later): until the cutoff passes it, a call reads that one document and nothing
-    else; a user who never finished anything gets one at the first look, so the next looks wait too. `force` looks
+    else; a user who never finished anything has none (each call looks, and finds nothing). `force` looks
     anyway (after an import, which may bring documents finished long ago). `counts`: the counts documents already
     read by kind name (`read_bookkeeping`), used for the first attempt."""
     now = now or datetime.now(timezone.utc)
@@ -186,6 +186,8 @@ def _move_once(
     found = store.search(ns, filter={kind.status_field: kind.done_status}, limit=WHOLE_NAMESPACE)
     finished = [(item, finished_at(kind, item)) for item in found if item.namespace == ns and is_done(kind, item.value)]
     due = [(item, moment) for item, moment in finished if moment <= cutoff]
+    if not finished and stored_counts is None:
+        return 0  # nothing finished yet: no log to start, and the next look costs as little as this one
     later = min([moment for _, moment in finished if moment > cutoff] + [now - CHECK_MARGIN])
     log_ns = log_namespace(kind, user_id)
     conditions: list[Unchanged] = [Unchanged(counts_namespace(user_id), kind.name, stored_counts)]

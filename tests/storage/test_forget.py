@@ -153,10 +153,8 @@ def test_forget_leaves_no_copy_of_the_user_in_the_database_files(backend, embedd
 
     receipt = forget_user(agent.store, agent.checkpointer, "ann")  # the agent stays open: a chat going on
 
-    # 3 ToDos, their 3 sources, the history's 3 entries and the unindexed marker, and the done log's counts
-    # document (written at the first turn: the list needs no look again for MAISTRO_DONE_LOG_AFTER_DAYS).
-    assert (receipt.memories, receipt.threads) == (11, 1)
-    assert before == {**({VECTORS: 3} if embeddings else {}), LIST_INDEX: 3, "store": 11, CHANGE_LOG: 8}
+    assert (receipt.memories, receipt.threads) == (10, 1)
+    assert before == {**({VECTORS: 3} if embeddings else {}), LIST_INDEX: 3, "store": 10, CHANGE_LOG: 7}
     assert {table: receipt.rows[table] for table in before} == before
     assert receipt.rows["checkpoints"] == threads["checkpoints"] > 0
     assert set(user_rows(backend, "ann").values()) == {0}
@@ -192,12 +190,12 @@ def test_the_cli_prints_what_it_removed_by_table(tmp_path, secret):
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[:6] == [
-        "Forgot ann: deleted 7 memories and 1 thread.",  # 2 ToDos, their 2 history entries, 2 sources, the done log's counts
+        "Forgot ann: deleted 6 memories and 1 thread.",  # 2 ToDos, their 2 history entries and 2 sources
         "Rows deleted, by table:",
         f"  {VECTORS:<28}        2",
         f"  {LIST_INDEX:<28}        2",
-        f"  {'store':<28}        7",
-        f"  {CHANGE_LOG:<28}        5",
+        f"  {'store':<28}        6",
+        f"  {CHANGE_LOG:<28}        4",
     ]
     assert lines[6] == f"  {'maistro_history_pruned':<28}        0"
     assert [line.split()[0] for line in lines[7:10]] == ["checkpoints", "writes", "maistro_checkpoint_retention"]
