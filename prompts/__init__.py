@@ -329,6 +329,8 @@ REMIND_NEEDS_SERVER = (
     "I cannot set reminders here: they need a server (langgraph dev or Aegra); without one, run `maistro due` "
     "from cron for a daily digest."
 )
+# The same sentence for a user who writes Chinese (the reply follows the user's language; this one is not the model's).
+REMIND_NEEDS_SERVER_ZH = "这里无法设置提醒：提醒需要服务器（langgraph dev 或 Aegra）；没有服务器时，可以用 cron 每天运行 `maistro due` 获取摘要。"
 REMIND_BAD_SCHEDULE = "I could not set that reminder: {problem}"
 REMIND_SET = "Reminder {cron_id} set on this conversation: {schedule} ({timezone}), {what}."
 REMIND_FAILED = "The reminder was not set: {problem}"

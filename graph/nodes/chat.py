@@ -220,7 +220,7 @@ def task_maistro(
         if not may_route:
             new_messages.append(without_tool_calls(normalised.message))
             break
-        normalised = replace(normalised, message=checked_reminders(normalised.message))
+        normalised = replace(normalised, message=checked_reminders(normalised.message, said[-1] if said else ""))
         routed_here(graph_runtime.routed, normalised.message)
         new_messages += [normalised.message, *(refusal.answer for refusal in normalised.refusals)]
         tell_refusals(normalised.refusals)

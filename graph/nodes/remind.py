@@ -29,6 +29,7 @@ from graph.memory.context import turn_memories
 from graph.run_context import ResolvedRun, RunContext
 from graph.runtime import GraphRuntime
 from graph.state import State
+from graph.text_tokens import cjk_characters
 from graph.thread.model_message import REMIND_TOOL
 from graph.thread.tool_calls import last_ai_message
 from prompts import (
@@ -38,6 +39,7 @@ from prompts import (
     REMIND_FAILED,
     REMIND_MESSAGE_DOC,
     REMIND_NEEDS_SERVER,
+    REMIND_NEEDS_SERVER_ZH,
     REMIND_SCHEDULE_DOC,
     REMIND_SET,
 )
@@ -127,17 +129,17 @@ def is_remind_call(call: dict) -> bool:
     return call.get("name") == REMIND_TOOL
 
 
-def checked_reminders(message: AIMessage) -> AIMessage:
+def checked_reminders(message: AIMessage, user_text: str = "") -> AIMessage:
     """The chat model's message with its `Remind` calls that cannot be scheduled dropped (no server, or a bad
     schedule; their arguments kept in its metadata, `REMINDERS_ASKED`), and one sentence saying why in its reply:
     in place of the reply when the message made no other call (a reply beside a reminder alone would only claim
-    it), after it otherwise."""
+    it), after it otherwise. The no-server sentence is in Chinese when the user's latest message (`user_text`) is."""
     reminders = [call for call in message.tool_calls if is_remind_call(call)]
     if not reminders:
         return message
     problems = [request_problem(call["args"]) for call in reminders]
     if current_scheduler() is None:
-        sentences = [REMIND_NEEDS_SERVER]
+        sentences = [REMIND_NEEDS_SERVER_ZH if cjk_characters(user_text) else REMIND_NEEDS_SERVER]
     else:
         sentences = list(dict.fromkeys(REMIND_BAD_SCHEDULE.format(problem=problem) for problem in problems if problem))
     if not sentences:

@@ -15,7 +15,7 @@ from graph.memory.store import namespace
 from graph.nodes.remind import ReminderRequest, install_scheduler, schedule_problem
 from graph.runtime import GraphRuntime
 from graph.thread.model_message import REMIND_TOOL
-from prompts import REMIND_DIGEST, REMIND_NEEDS_SERVER
+from prompts import REMIND_DIGEST, REMIND_NEEDS_SERVER, REMIND_NEEDS_SERVER_ZH
 from testing.helpers import config, todos, turn
 from testing.scripted_model import ScriptedChatModel, calls, remind, say, todo
 from testing.stored_names import PROFILE
@@ -51,13 +51,13 @@ def served_turn(graph, text: str, user_id: str = "Lance", thread_id: str = "1", 
     return asyncio.run(run)["messages"]
 
 
-@pytest.mark.parametrize("text", ["Remind me every day at 8", "每天早上提醒我"])
-def test_without_a_server_the_reply_says_reminders_need_one_in_one_model_call(agent, model, text):
+@pytest.mark.parametrize(("text", "sentence"), [("Remind me every day at 8", REMIND_NEEDS_SERVER), ("每天早上提醒我", REMIND_NEEDS_SERVER_ZH)])
+def test_without_a_server_the_reply_says_reminders_need_one_in_one_model_call(agent, model, text, sentence):
     model.add("task_maistro", remind("0 8 * * *", content="Sure, I'll remind you every day at 8."))
 
     thread = turn(agent, text)
 
-    assert thread[-1].content == REMIND_NEEDS_SERVER, "the reply claims nothing: it says a server is needed"
+    assert thread[-1].content == sentence, "the reply claims nothing: it says a server is needed, in the user's language"
     assert not any(call["name"] == REMIND_TOOL for message in thread if isinstance(message, AIMessage) for call in message.tool_calls)
     assert len(model.calls_in("task_maistro")) == 1
 
