@@ -13,10 +13,8 @@ reminder on another user's thread is impossible by construction, and the server'
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from croniter import croniter
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -28,6 +26,7 @@ from graph.backends.json_calls import JsonCallModel
 from graph.memory.context import turn_memories
 from graph.run_context import ResolvedRun, RunContext
 from graph.runtime import GraphRuntime
+from graph.schedules import schedule_problem
 from graph.state import State
 from graph.text_tokens import cjk_characters
 from graph.thread.model_message import REMIND_TOOL
@@ -45,9 +44,6 @@ from prompts import (
 )
 
 REMIND_NODE = "remind"
-MIN_CRON_INTERVAL_SECONDS = 3600
-# How many coming firings of a cron schedule are checked for the interval (two days of an hourly one).
-CRON_FIRINGS_CHECKED = 48
 MAX_REMINDER_CHARACTERS = 1000
 # The reply's `response_metadata` key listing the Remind requests dropped from it (what the model asked: the eval
 # scores them, as it runs without a server).
@@ -96,22 +92,6 @@ _Remind.__doc__ = REMIND_DOC
 REMIND_TOOL_SCHEMA = convert_to_openai_tool(_Remind)
 
 
-def shortest_interval(schedule: str) -> float:
-    """The shortest time, in seconds, between two of the next `CRON_FIRINGS_CHECKED` firings of a valid cron line."""
-    firings = croniter(schedule, datetime(2026, 1, 1, tzinfo=UTC))
-    times = [firings.get_next(float) for _ in range(CRON_FIRINGS_CHECKED)]
-    return min(later - earlier for earlier, later in zip(times, times[1:], strict=False))
-
-
-def schedule_problem(schedule: Any) -> str | None:
-    """Why `schedule` cannot be a reminder's (one sentence: not a five-field cron line, or it fires more often than
-    once every `MIN_CRON_INTERVAL_SECONDS`), or None when it can."""
-    if not isinstance(schedule, str) or len(schedule.split()) != 5 or not croniter.is_valid(schedule):
-        return f"the schedule {schedule!r} is not a cron line such as '0 8 * * *' (every day at 8:00)."
-    if (shortest := shortest_interval(schedule)) < MIN_CRON_INTERVAL_SECONDS:
-        minutes = round(shortest / 60)
-        return f"the schedule {schedule!r} fires every {minutes} minute{'s' * (minutes != 1)}; a reminder may fire at most once an hour."
-    return None
 
 
 def request_problem(args: Any) -> str | None:

@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graph.memory.store import INTERNAL_NAMESPACES, InvalidUserIdError, check_user_id, user_label
-from graph.nodes.remind import install_scheduler
 from graph.server.limits import (
     MAX_RUN_INPUT_BYTES,
     MAX_SEARCH_LIMIT,
@@ -44,7 +43,6 @@ from graph.server.limits import (
     json_size,
 )
 from graph.server.platform import (
-    create_reminder,
     header_values,
     run_input,
     server_store,
@@ -380,6 +378,9 @@ def __getattr__(name: str) -> Any:
     the agent makes in this server's runs use the server's own crons (`graph.server.platform.create_reminder`)."""
     if name != "auth":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from graph.nodes.remind import install_scheduler  # the agent's node and its model client: not at import time
+    from graph.server.platform import create_reminder
+
     registry = globals()["auth"] = create_auth()
     install_scheduler(create_reminder)
     return registry

@@ -18,7 +18,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from graph.nodes.remind import MIN_CRON_INTERVAL_SECONDS, shortest_interval
+from graph.schedules import MIN_CRON_INTERVAL_SECONDS, shortest_interval
 
 MAX_REQUEST_BYTES = 1024 * 1024
 MAX_QUERY_BYTES = 8 * 1024

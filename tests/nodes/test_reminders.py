@@ -12,8 +12,9 @@ from langgraph.store.memory import InMemoryStore
 from graph.agent import compile_graph
 from graph.memory.kinds import resolve_kinds
 from graph.memory.store import namespace
-from graph.nodes.remind import ReminderRequest, install_scheduler, schedule_problem
+from graph.nodes.remind import ReminderRequest, install_scheduler
 from graph.runtime import GraphRuntime
+from graph.schedules import schedule_problem
 from graph.thread.model_message import REMIND_TOOL
 from prompts import REMIND_DIGEST, REMIND_NEEDS_SERVER, REMIND_NEEDS_SERVER_ZH
 from testing.helpers import config, todos, turn

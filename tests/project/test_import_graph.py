@@ -26,8 +26,8 @@ PACKAGES = (PACKAGE, "prompts", "schemas", "testing", "bench", "tests")
 LAYERS = (
     ("prompts", "schemas"),
     # Import nothing of the package: the operator's settings, the graph's state, plain-text token estimates, the
-    # bounded record the caches use.
-    (f"{PACKAGE}.settings", f"{PACKAGE}.state", f"{PACKAGE}.text_tokens", f"{PACKAGE}.recent", f"{PACKAGE}.names"),
+    # bounded record the caches use, the cron schedules a reminder may have.
+    (f"{PACKAGE}.settings", f"{PACKAGE}.state", f"{PACKAGE}.text_tokens", f"{PACKAGE}.recent", f"{PACKAGE}.names", f"{PACKAGE}.schedules"),
     (f"{PACKAGE}.run_context",),
     (f"{PACKAGE}.memory",),  # long-term memory
     (f"{PACKAGE}.thread",),  # short-term memory
