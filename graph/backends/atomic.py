@@ -341,14 +341,19 @@ WHERE true GROUP BY prefix ON CONFLICT (prefix) DO UPDATE SET pruned = pruned + 
             cur.execute("DELETE FROM store WHERE (prefix, key) IN (SELECT prefix, key FROM maistro_history_doomed)")
 
     def _changed_rows(
-        self, user_id: str, collections: Sequence[MemoryKind], documents: Sequence[MemoryKind], positions: Mapping[str, Any]
+        self,
+        user_id: str,
+        collections: Sequence[MemoryKind],
+        documents: Sequence[MemoryKind],
+        positions: Mapping[str, Any],
+        stored: Sequence[tuple[tuple[str, ...], str]],
     ) -> tuple[list[tuple], dict[str, Any]]:
         seen = {kind.name: positions.get(kind.name, -1) for kind in collections}
         names = (tuple(kind.name for kind in collections), tuple(kind.name for kind in documents))
-        parameters = statement_parameters(user_id, collections, documents)
+        parameters = statement_parameters(user_id, collections, documents, stored)
         parameters.update({f"seen{n}": seen[kind.name] for n, kind in enumerate(collections)})
         with self.sql_cursor(transaction=False) as cur:
-            cur.execute(memory_statement(self.MEMORY_DIALECT, *names), parameters)
+            cur.execute(memory_statement(self.MEMORY_DIALECT, *names, len(stored)), parameters)
             rows = cur.fetchall()
         newest = {
             name: max((row[VERSION] for row in rows if row[KIND] in ("changed", "newest") and row[MEMORY] == name

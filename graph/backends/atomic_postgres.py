@@ -264,17 +264,22 @@ WHERE prefix = {prefix} AND expires_at > %(expired_after{n})s::timestamptz AND e
             cur.execute(history_postgres.PRUNE, {"keep": keep, "cutoff": cutoff})
 
     def _changed_rows(
-        self, user_id: str, collections: Sequence[MemoryKind], documents: Sequence[MemoryKind], positions: Mapping[str, Any]
+        self,
+        user_id: str,
+        collections: Sequence[MemoryKind],
+        documents: Sequence[MemoryKind],
+        positions: Mapping[str, Any],
+        stored: Sequence[tuple[tuple[str, ...], str]],
     ) -> tuple[list[tuple], dict[str, Any]]:
         dialect = self.memory_dialect(bool((self.ttl_config or {}).get("omit_expired")))
         names = (tuple(kind.name for kind in collections), tuple(kind.name for kind in documents))
-        parameters: dict[str, Any] = statement_parameters(user_id, collections, documents)
+        parameters: dict[str, Any] = statement_parameters(user_id, collections, documents, stored)
         for n, kind in enumerate(collections):
             seen, expired_after = positions.get(kind.name) or ("0", "infinity")
             parameters.update({f"seen{n}": seen, f"expired_after{n}": expired_after})
         with self.sql_cursor() as cur:
             cur.row_factory = tuple_row
-            cur.execute(memory_statement(dialect, *names), parameters)
+            cur.execute(memory_statement(dialect, *names, len(stored)), parameters)
             rows = cur.fetchall()
         mark = next(row for row in rows if row[KIND] == "mark")
         return rows, {kind.name: (mark[VERSION], mark[CREATED_AT]) for kind in collections}

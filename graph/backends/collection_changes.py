@@ -94,7 +94,12 @@ class CollectionChangeLog:
         raise NotImplementedError
 
     def _changed_rows(
-        self, user_id: str, collections: Sequence[MemoryKind], documents: Sequence[MemoryKind], positions: Mapping[str, Any]
+        self,
+        user_id: str,
+        collections: Sequence[MemoryKind],
+        documents: Sequence[MemoryKind],
+        positions: Mapping[str, Any],
+        stored: Sequence[tuple[tuple[str, ...], str]],
     ) -> tuple[list[tuple], dict[str, Any]]:
         raise NotImplementedError
 
@@ -114,26 +119,32 @@ class CollectionChangeLog:
         except Exception:
             raise error from None
 
-    def read_memory_rows(self, user_id: str, kinds: Sequence[MemoryKind], marks: Mapping[str, Any]) -> MemoryRows:
+    def read_memory_rows(
+        self,
+        user_id: str,
+        kinds: Sequence[MemoryKind],
+        marks: Mapping[str, Any],
+        stored: Sequence[tuple[tuple[str, ...], str]] = (),
+    ) -> MemoryRows:
         """The user's documents of `kinds` in one statement: of each collection the rows changed since its mark in
-        `marks` (without one: all of them), and each single document. When a user was forgotten since a mark, it
-        reads again, every list whole; when the store table was reset or the log is missing, it installs the log
-        again first."""
+        `marks` (without one: all of them), each single document, and the documents named by (namespace, key) in
+        `stored` (the done log's bookkeeping a turn reads). When a user was forgotten since a mark, it reads again,
+        every list whole; when the store table was reset or the log is missing, it installs the log again first."""
         collections = [kind for kind in kinds if kind.collection]
         documents = [kind for kind in kinds if not kind.collection]
         positions = {name: mark[1] for name, mark in marks.items()}
         try:
-            rows, positions = self._changed_rows(user_id, collections, documents, positions)
+            rows, positions = self._changed_rows(user_id, collections, documents, positions, stored)
         except Exception as error:
             if self._log_present_after(error):
                 raise
             self.reinstall_change_log()
-            return self.read_memory_rows(user_id, kinds, {})
+            return self.read_memory_rows(user_id, kinds, {}, stored)
         log = log_state(rows)
         if any(mark[0] != log for mark in marks.values()):
             if any(mark[0][1] != log[1] for mark in marks.values()):
                 self.reinstall_change_log()
-            return self.read_memory_rows(user_id, kinds, {})
+            return self.read_memory_rows(user_id, kinds, {}, stored)
         next_marks = {kind.name: (log, positions[kind.name]) for kind in collections}
         whole = frozenset(kind.name for kind in collections if kind.name not in marks)
-        return memory_rows(rows, user_id, kinds, next_marks, whole)
+        return memory_rows(rows, user_id, kinds, next_marks, whole, stored)

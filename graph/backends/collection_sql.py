@@ -33,7 +33,8 @@ from graph.memory.store import namespace
 
 # Every row is (kind, memory, key, version, value, created_at, updated_at, created_epoch, updated_epoch): kind
 # "changed" (a changed document of the collection `memory`; version: its log number or transaction; no value when
-# it is gone), "document" (the single document of `memory`), on PostgreSQL "expired" (a document that has expired
+# it is gone), "document" (the single document of `memory`), "stored" (a document asked for by its namespace and
+# key, `memory` its prefix: the done log's bookkeeping, read with the turn's memories), on PostgreSQL "expired" (a document that has expired
 # since the last read) and "mark" (version: the oldest running transaction; created_at: the server's time), and
 # "log" (version: how many users were forgotten; value: the log's identity). Times come as ISO 8601 text, and a
 # changed document's also as seconds since the epoch, so a first read parses no time and no value of a document
@@ -44,6 +45,8 @@ CHANGED_ROWS = """SELECT 'changed' AS kind, '{name}' AS memory, c.key, {version}
 FROM {log} AS c LEFT JOIN store AS s ON s.prefix = c.prefix AND s.key = c.key {live_s}
 WHERE c.prefix = {prefix} AND {since} AND (s.key IS NOT NULL OR NOT ({first}))"""
 DOCUMENT_ROW = """SELECT 'document', '{name}', key, NULL, {plain_value}, {created}, {updated}, NULL, NULL FROM store
+WHERE prefix = {prefix} AND key = {key} {live}"""
+STORED_ROW = """SELECT 'stored', prefix, key, NULL, {plain_value}, {created}, {updated}, NULL, NULL FROM store
 WHERE prefix = {prefix} AND key = {key} {live}"""
 LOG_ROW = "SELECT 'log', NULL, NULL, {forgets}, {identity}, NULL, NULL, NULL, NULL FROM {forgets_table}"
 KIND, MEMORY, KEY, VERSION, VALUE, CREATED_AT, UPDATED_AT, CREATED_EPOCH, UPDATED_EPOCH = range(9)
@@ -81,8 +84,9 @@ class Dialect:
 
 
 @functools.lru_cache(maxsize=64)
-def memory_statement(dialect: Dialect, collections: tuple[str, ...], documents: tuple[str, ...]) -> str:
-    """The one-statement read of the collections (changed rows, by kind name) and single documents named."""
+def memory_statement(dialect: Dialect, collections: tuple[str, ...], documents: tuple[str, ...], stored: int = 0) -> str:
+    """The one-statement read of the collections (changed rows, by kind name) and single documents named, and of
+    `stored` documents more by their namespace and key (`statement_parameters`)."""
     param = dialect.name
     parts = []
     for n, name in enumerate(collections):
@@ -101,17 +105,29 @@ def memory_statement(dialect: Dialect, collections: tuple[str, ...], documents: 
             created=dialect.time_text.format(column="created_at"), updated=dialect.time_text.format(column="updated_at"),
             live=dialect.live.format(column=""),
         ))
+    for n in range(stored):
+        parts.append(STORED_ROW.format(
+            plain_value=dialect.plain_value, prefix=param(f"s{n}"), key=param(f"sk{n}"),
+            created=dialect.time_text.format(column="created_at"), updated=dialect.time_text.format(column="updated_at"),
+            live=dialect.live.format(column=""),
+        ))
     parts.append(LOG_ROW.format(forgets=dialect.forgets, identity=dialect.identity, forgets_table=dialect.forgets_table))
     return "\nUNION ALL\n".join([*parts, *([dialect.tail] if dialect.tail else [])])
 
 
 def statement_parameters(
-    user_id: str, collections: Sequence[MemoryKind], documents: Sequence[MemoryKind]
+    user_id: str,
+    collections: Sequence[MemoryKind],
+    documents: Sequence[MemoryKind],
+    stored: Sequence[tuple[tuple[str, ...], str]] = (),
 ) -> dict[str, str]:
-    """The statement's named parameters for one user: the prefixes of the lists and documents, and the keys."""
+    """The statement's named parameters for one user: the prefixes of the lists and documents, and the keys; and
+    the prefix and key of each (namespace, key) in `stored`."""
     parameters = {f"c{n}": ".".join(namespace(kind, user_id)) for n, kind in enumerate(collections)}
     for n, kind in enumerate(documents):
         parameters.update({f"d{n}": ".".join(namespace(kind, user_id)), f"k{n}": kind.key})
+    for n, (item_namespace, key) in enumerate(stored):
+        parameters.update({f"s{n}": ".".join(item_namespace), f"sk{n}": key})
     return parameters
 
 
@@ -133,12 +149,15 @@ def memory_rows(
     kinds: Sequence[MemoryKind],
     marks: Mapping[str, Any],
     whole: frozenset[str],
+    stored: Sequence[tuple[tuple[str, ...], str]] = (),
 ) -> MemoryRows:
-    """What the statement's rows say: each collection's changes (their documents not yet parsed) and each single
-    document, with the next `marks`."""
+    """What the statement's rows say: each collection's changes (their documents not yet parsed), each single
+    document and each document of `stored` (by namespace and key), with the next `marks`."""
     namespaces = {kind.name: namespace(kind, user_id) for kind in kinds}  # the same tuple for every row of a kind
     changes: dict[str, list[CollectionChange]] = {kind.name: [] for kind in kinds if kind.collection}
     documents: dict[str, Item | None] = {kind.name: None for kind in kinds if not kind.collection}
+    asked = {(".".join(item_namespace), key): item_namespace for item_namespace, key in stored}
+    found: dict[tuple[tuple[str, ...], str], Item | None] = {(item_namespace, key): None for item_namespace, key in stored}
     for row in rows:
         if row[KIND] == "changed":
             document = None if row[VALUE] is None else StoredDocument(
@@ -149,4 +168,7 @@ def memory_rows(
             changes[row[MEMORY]].append(CollectionChange(row[KEY], row[VERSION], None))
         elif row[KIND] == "document":
             documents[row[MEMORY]] = _item(row, namespaces[row[MEMORY]])
-    return MemoryRows(changes, documents, dict(marks), whole)
+        elif row[KIND] == "stored":
+            item_namespace = asked[(row[MEMORY], row[KEY])]
+            found[(item_namespace, row[KEY])] = _item(row, item_namespace)
+    return MemoryRows(changes, documents, dict(marks), whole, found)

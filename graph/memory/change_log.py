@@ -11,7 +11,7 @@ store (the `langgraph dev` server's own, `InMemoryStore`) is read and written th
 """
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -60,12 +60,13 @@ class CollectionChange(NamedTuple):
 class MemoryRows:
     """What one read through the change log found: each collection's changes (every document of the collections
     in `whole`) and the mark to read its next changes from, and each single document's item (None when absent),
-    by kind name."""
+    by kind name; and the items asked for by namespace and key (`stored`, None when absent)."""
 
     changes: dict[str, list[CollectionChange]]
     documents: dict[str, Item | None]
     marks: dict[str, Any]
     whole: frozenset[str]
+    stored: dict[tuple[tuple[str, ...], str], Item | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -92,9 +93,16 @@ class ChangeLogStore(Protocol):
 
     change_log_installed: bool
 
-    def read_memory_rows(self, user_id: str, kinds: Sequence[MemoryKind], marks: Mapping[str, Any]) -> MemoryRows:
+    def read_memory_rows(
+        self,
+        user_id: str,
+        kinds: Sequence[MemoryKind],
+        marks: Mapping[str, Any],
+        stored: Sequence[tuple[tuple[str, ...], str]] = (),
+    ) -> MemoryRows:
         """The user's documents of `kinds` in one read: of each collection those changed since its mark in `marks`
-        (without one: all of them), and each single document."""
+        (without one: all of them), each single document, and the documents named by (namespace, key) in
+        `stored`."""
         ...
 
     def forget_user_items(self, user_id: str, namespaces: Sequence[tuple[str, ...]]) -> dict[str, int]:

@@ -21,7 +21,7 @@ from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
 from langgraph.store.base import BaseStore, Item
 
 from graph.memory.change_log import change_log
-from graph.memory.done_log import counts_of, log_line, move_finished, read_bookkeeping
+from graph.memory.done_log import counts_namespace, counts_of, log_line, move_finished, read_bookkeeping
 from graph.memory.kinds import MemoryKind, UnknownKindError, kind_named
 from graph.memory.list_reads import ListReader, head_candidates, updated_list
 from graph.memory.rendering import render_collection, render_documents
@@ -49,17 +49,19 @@ TURNS_KEPT = 256
 @dataclass(frozen=True)
 class TurnRead:
     """One read of a user's memories: each collection's ranked candidates and every other kind's documents, by
-    kind name."""
+    kind name; and the documents of the user's done-log bookkeeping asked for, by key (None: absent)."""
 
     candidates: dict[str, Candidates]
     documents: dict[str, list[dict[str, Any]]]
+    bookkeeping: dict[str, Item | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class TurnMemories:
     """The memories a turn works with: two selections of each collection (for the chat prompt and for an update),
     and every other kind's documents, by kind name; `now` is the time of the user's message, in the user's zone,
-    and `zone` the time zone the user's profile holds ("" for none)."""
+    and `zone` the time zone the user's profile holds ("" for none); `bookkeeping`: the done-log documents read
+    with them (`read_turn`)."""
 
     store: BaseStore
     documents: Mapping[str, list[dict[str, Any]]]
@@ -68,6 +70,7 @@ class TurnMemories:
     now: datetime | None = None
     zone: str = ""
     notes: Mapping[str, str] = field(default_factory=dict)
+    bookkeeping: Mapping[str, Item | None] = field(default_factory=dict)
 
     def shown(self, kind: MemoryKind) -> str:
         """The kind's memories as the chat prompt shows them: a collection's documents chosen for the turn, else
@@ -127,9 +130,12 @@ def read_turn(
     quotas: Quotas,
     kinds: Sequence[MemoryKind],
     reads: MemoryReads | None = None,
+    bookkeeping: Sequence[str] = (),
 ) -> TurnRead:
     """The user's memories of `kinds`, read once: in one SQL statement on SQLite and PostgreSQL, else with the
-    store's own reads; each collection ranked for the `wanted` terms within `quotas`.
+    store's own reads; each collection ranked for the `wanted` terms within `quotas`. The documents of the user's
+    done-log counts namespace under the keys `bookkeeping` (`graph.memory.done_log.read_bookkeeping`) ride along
+    in the same statement.
 
     On SQLite and PostgreSQL the statement returns only the documents of each collection changed since this
     process last read it (`graph.memory.change_log.ChangeLogStore.read_memory_rows`), and only those are
@@ -148,7 +154,7 @@ def read_turn(
         documents = {
             kind.name: [item.value for item in read_kind(store, kind, user_id)] for kind in kinds if not kind.collection
         }
-        return TurnRead(candidates, documents)
+        return TurnRead(candidates, documents, read_bookkeeping(store, user_id, bookkeeping) if bookkeeping else {})
     kept = {}
     for kind in collections:
         state = reads.lists.take(store, (kind.name, user_id))
@@ -160,7 +166,8 @@ def read_turn(
             if head is not None:
                 candidates[kind.name] = head
     marks = {name: state[0][0] for name, state in kept.items() if state}
-    rows = logged.read_memory_rows(user_id, [kind for kind in kinds if kind.name not in candidates], marks)
+    stored = [(counts_namespace(user_id), key) for key in bookkeeping]
+    rows = logged.read_memory_rows(user_id, [kind for kind in kinds if kind.name not in candidates], marks, stored)
     for kind in collections:
         if kind.name in candidates:
             continue
@@ -169,7 +176,7 @@ def read_turn(
         candidates[kind.name] = rank_entries(prepared, wanted, quotas)
         reads.lists.keep(store, (kind.name, user_id), (rows.marks[kind.name], versions), prepared)
     documents = {name: [item.value] if item else [] for name, item in rows.documents.items()}
-    return TurnRead(candidates, documents)
+    return TurnRead(candidates, documents, {key: rows.stored[(counts_namespace(user_id), key)] for key in bookkeeping})
 
 
 def read_turn_memories(
@@ -178,15 +185,17 @@ def read_turn_memories(
     messages: Sequence[AnyMessage],
     kinds: Sequence[MemoryKind],
     reads: MemoryReads | None = None,
+    bookkeeping: Sequence[str] = (),
 ) -> TurnMemories:
     """Read the memories of `kinds` for a turn: each kind's documents, and each collection's documents for the
     prompt and for an update (at most `collection_prompt_limit` and `collection_update_limit`, the ones relevant
-    to the turn); `reads` keeps what the next reads reuse (None: nothing)."""
+    to the turn); `reads` keeps what the next reads reuse (None: nothing); the done-log documents under the keys
+    `bookkeeping` are read with them (`read_turn`)."""
     user_id = settings.resolved_user_id
     query = recent_user_text(messages)
     prompt_limit, update_limit = settings.collection_prompt_limit, settings.collection_update_limit
     widest = Quotas(max(prompt_limit, update_limit))
-    read = read_turn(store, user_id, query_terms(query), widest, kinds, reads)
+    read = read_turn(store, user_id, query_terms(query), widest, kinds, reads, bookkeeping)
     prompt: dict[str, Selection] = {}
     update: dict[str, Selection] = {}
     for name, candidates in read.candidates.items():
@@ -196,7 +205,8 @@ def read_turn_memories(
         update[name] = choose(candidates, update_limit, hits)
     zone = profile_zone(read.documents)
     return TurnMemories(
-        store=store, documents=read.documents, prompt=prompt, update=update, now=settings.now(zone), zone=zone
+        store=store, documents=read.documents, prompt=prompt, update=update, now=settings.now(zone), zone=zone,
+        bookkeeping=read.bookkeeping,
     )
 
 
@@ -236,23 +246,29 @@ def start_turn(
     kinds: Sequence[MemoryKind],
     reads: MemoryReads,
 ) -> TurnMemories:
-    """Move what was finished long ago into the done log (`graph.memory.done_log.move_finished`), then read the
-    memories of `kinds` afresh, with the turn's notes (`turn_notes`), and keep them in `reads` for the rest of the
-    turn."""
+    """Read the memories of `kinds` afresh, with the done log's counts and stale records in the same read; move
+    what was finished long ago into the done log (`graph.memory.done_log.move_finished`: no look at a list the
+    read found without a closed document) and, when something moved, read them again; then add the turn's notes
+    (`turn_notes`) and keep them in `reads` for the rest of the turn."""
     key = _turn_key(store, settings, messages, thread_id, kinds)
     reads.turns.pop(key)
     now = settings.now()
     user_id = settings.resolved_user_id
     collections = [kind for kind in kinds if kind.collection]
-    bookkeeping = read_bookkeeping(store, user_id, [key for kind in collections for key in (kind.name, stale_record_key(kind))])
-    if move_finished(store, user_id, kinds, now, counts=bookkeeping):
-        bookkeeping = read_bookkeeping(store, user_id, [kind.name for kind in collections]) | {
-            stale_record_key(kind): bookkeeping[stale_record_key(kind)] for kind in collections
-        }
-    memories = read_turn_memories(store, settings, messages, kinds, reads)
-    memories = replace(memories, notes=turn_notes(store, user_id, kinds, memories, now, bookkeeping))
+    bookkeeping = [name for kind in collections for name in (kind.name, stale_record_key(kind))]
+    memories = read_turn_memories(store, settings, messages, kinds, reads, bookkeeping)
+    settled = [kind.name for kind in collections if not closed_count(kind, memories.prompt[kind.name])]
+    if move_finished(store, user_id, kinds, now, counts=memories.bookkeeping, settled=settled):
+        memories = read_turn_memories(store, settings, messages, kinds, reads, bookkeeping)
+    memories = replace(memories, notes=turn_notes(store, user_id, kinds, memories, now, memories.bookkeeping))
     reads.turns.put(key, memories)
     return memories
+
+
+def closed_count(kind: MemoryKind, selection: Selection) -> int:
+    """How many closed documents the list a `selection` of the collection `kind` was chosen from holds: those it
+    shows and those it leaves out."""
+    return selection.hidden_closed + sum(1 for item in selection.items if not kind.is_open(item.value))
 
 
 def turn_notes(

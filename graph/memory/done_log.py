@@ -24,7 +24,7 @@ import logging
 import re
 import uuid
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
@@ -138,6 +138,7 @@ def move_finished(
     *,
     force: bool = False,
     counts: Mapping[str, Item | None] | None = None,
+    settled: Collection[str] = (),
 ) -> int:
     """Move the user's documents finished more than MAISTRO_DONE_LOG_AFTER_DAYS before `now` (default: the current
     time) into their done log, in one conditioned batch per kind (see the module's docstring); how many moved.
@@ -149,11 +150,15 @@ def move_finished(
     marked done later is finished later): until the cutoff passes it, a call reads that one document and nothing
     else; a user who never finished anything has none (each call looks, and finds nothing). `force` looks
     anyway (after an import, which may bring documents finished long ago). `counts`: the counts documents already
-    read by kind name (`read_bookkeeping`), used for the first attempt."""
+    read by kind name (`read_bookkeeping`), used for the first attempt. `settled`: the names of the kinds whose
+    list the caller has just read (or counted) and found without a closed document: nothing there to move, so no
+    look; a turn's read tells that for free, so a user who never finished anything costs a turn no search."""
     now = now or datetime.now(timezone.utc)
     cutoff = now - timedelta(days=current_settings().done_log_after_days)
     moved = 0
     for kind in logged_kinds(kinds):
+        if kind.name in settled and not force:
+            continue
         for attempt in range(MOVE_ATTEMPTS):
             known = counts_of(counts[kind.name]) if counts is not None and attempt == 0 else None
             try:

@@ -415,8 +415,8 @@ def test_a_turn_reads_only_the_documents_of_an_added_collection_that_changed(dat
     fetched: list[dict] = []
     read = CollectionChangeLog.read_memory_rows
 
-    def counting(store, user_id, kinds, marks):
-        rows = read(store, user_id, kinds, marks)
+    def counting(store, user_id, kinds, marks, stored=()):
+        rows = read(store, user_id, kinds, marks, stored)
         fetched.append({name: len(changes) for name, changes in rows.changes.items()})
         return rows
 

@@ -33,8 +33,8 @@ def fetched(monkeypatch) -> list[int]:
     counts: list[int] = []
     read = CollectionChangeLog.read_memory_rows
 
-    def counting(store, user_id, kinds, marks):
-        rows = read(store, user_id, kinds, marks)
+    def counting(store, user_id, kinds, marks, stored=()):
+        rows = read(store, user_id, kinds, marks, stored)
         counts.append(sum(map(len, rows.changes.values())))
         return rows
 

@@ -1,7 +1,11 @@
-"""PostgreSQL round trips: an ordinary turn (one ToDo added) costs at most 17 statements, counted by the client
-and, as transactions, by the server's own statistics (pg_stat_database). It was 15 before the done log: each turn
-reads the done log's counts and the stale record (`graph.memory.done_log.read_bookkeeping`) in one statement more,
-and a user who never finished anything has their list searched for done documents each turn, one more."""
+"""PostgreSQL round trips: an ordinary turn (one ToDo added, by a user who never finished anything) sends at most
+15 statements, counted by the client, as before the done log: its counts and stale record ride in the turn's one
+memory read, and a list the read finds without a closed ToDo is not searched for done ones.
+
+The server's own count of transactions (pg_stat_database) is checked too, one above: besides the statements it
+counts a transaction for each statement psycopg prepares on a connection of the new process's pool (a Parse of
+its own) and for the autovacuum's visits to the fresh database, which vary from run to run (14.4-15.4 a turn,
+as before the done log)."""
 
 from langchain_core.messages import HumanMessage
 
@@ -11,7 +15,8 @@ from testing.scripted_session import task_keeper
 
 WARM_UP = 3
 MEASURED = 5
-MOST_STATEMENTS = 17
+MOST_STATEMENTS = 15
+MOST_TRANSACTIONS = MOST_STATEMENTS + 1
 
 
 def play(database_url: str, messages: list[str], count: list[int] | None = None) -> None:
@@ -24,7 +29,7 @@ def play(database_url: str, messages: list[str], count: list[int] | None = None)
         close_graph(agent)
 
 
-def test_an_ordinary_turn_costs_at_most_seventeen_statements(postgres_url, fresh_database):
+def test_an_ordinary_turn_costs_at_most_fifteen_statements(postgres_url, fresh_database):
     database = fresh_database.rsplit("/", 1)[1]
     messages = [f"Remind me: task {n}" for n in range(WARM_UP + MEASURED)]
     play(fresh_database, messages[:WARM_UP])
@@ -36,7 +41,7 @@ def test_an_ordinary_turn_costs_at_most_seventeen_statements(postgres_url, fresh
     opening = server_transactions(postgres_url, database) - after_turns
 
     transactions = (after_turns - before - opening) / MEASURED
-    assert 5 <= transactions <= MOST_STATEMENTS, transactions  # a turn saves 5 checkpoints
+    assert 5 <= transactions <= MOST_TRANSACTIONS, transactions  # a turn saves 5 checkpoints
     # The client's count includes opening the storage (its setup and pruning) once.
     with counting_statements() as opening_statements:
         play(fresh_database, [])
