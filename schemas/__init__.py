@@ -113,10 +113,13 @@ class HistoryEntry(BaseModel):
     after: Optional[dict] = Field(description="The document after the change (None: it was deleted).")
     undoes: Optional[str] = Field(None, description="The id of the change this one reverts, for an undo.")
     source: Optional[dict[str, str]] = Field(
-        None, description="Where the change came from: thread, message id, quoted words, when said, model (older entries: none)."
+        None,
+        description="Where the change came from: message id, when said, model; its thread and quoted words are the entry's "
+        "own (`graph.memory.provenance.source_from_entry`; entries written before kept them here too; older ones: none).",
     )
     sources_before: Optional[dict[str, Optional[dict[str, str]]]] = Field(
-        None, description="The sources of the values the change replaced, by source key, restored by its undo."
+        None, description="The sources of the values the change replaced, by source key, restored by its undo (a key it "
+        "touched that is not listed had none)."
     )
 
     @field_validator("time")

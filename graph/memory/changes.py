@@ -37,10 +37,13 @@ from graph.memory.index_outage import write_saving_unindexed
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS, MemoryKind, UnknownKindError, kind_named, undeclared_kind
 from graph.memory.provenance import (
     ended_facts,
+    entry_source,
     now_iso,
     provenance_ops,
     read_sources,
     source_of,
+    sources_before_of,
+    stored_sources_before,
     touched_sources,
     undo_ops,
 )
@@ -213,10 +216,10 @@ def change_provenance(
     for order, (change, keys) in enumerate(zip(changes, touched, strict=True)):
         before = {key: current[key] for key in keys}
         if undoes is not None:
-            entries.append({"sources_before": before})
+            entries.append({"sources_before": stored_sources_before(before)})
             continue
         source = change_source(context, kind, order, said_at)
-        entries.append({"source": source, "sources_before": before})
+        entries.append({"source": entry_source(source), "sources_before": stored_sources_before(before)})
         ops.extend(provenance_ops(user_id, kind, change.key, change.before, change.after, source, current))
     return entries, ops
 
@@ -387,6 +390,6 @@ def _undo_once(store: BaseStore, user_id: str, change_id: str | None, kinds: Seq
     revert = MemoryChange(action, target["key"], current.value if current else None, restored)
     context = ChangeContext(thread_id="", message=f"undo {target['id']}", seed=f"undo/{target['id']}/{latest['id']}")
     facts = ended_facts(kind, target["key"], target["before"], target["after"], {}, target["id"], "")
-    restore = undo_ops(user_id, target.get("sources_before"), target["id"], [fact["field"] for fact in facts.values()])
+    restore = undo_ops(user_id, sources_before_of(kind, target), target["id"], [fact["field"] for fact in facts.values()])
     (entry,) = record_changes(store, user_id, kind, [revert], context, undoes=target["id"], also=restore)
     return entry

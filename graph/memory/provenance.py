@@ -13,6 +13,11 @@ document, the old value is kept in the user's `past_facts` namespace as a past f
 time), its source, and the change that replaced it. An undo restores the sources the undone change replaced (its
 history entry keeps them, `sources_before`) and deletes the past facts it made: the undone value was never true.
 
+A history entry stores its source without what the entry holds already (`entry_source`): its id is the change id,
+its `thread_id` the thread, its `message` the words quoted; `source_from_entry` reads the whole source back (an
+entry written before this keeps all six fields, and reads the same). Its `sources_before` keeps only the sources
+that existed (`stored_sources_before`); every other key the change touched had none (`sources_before_of`).
+
 Both namespaces are the agent's own (`graph.memory.store.INTERNAL_NAMESPACES`): no store API client writes them; a
 forget deletes them with the rest of the user's namespaces; an export carries the past facts (`past_section`).
 """
@@ -33,6 +38,8 @@ QUOTE_CHARS = 280
 READ_CHUNK = 500
 # The fields every source carries (`source_of`), each a string ("" when unknown).
 SOURCE_FIELDS = ("change_id", "thread_id", "message_id", "quote", "said_at", "model")
+# The fields of a source a history entry does not store: the entry's own id, thread and message hold them.
+ENTRY_HELD_FIELDS = ("change_id", "thread_id", "quote")
 # The fields every past fact carries.
 PAST_FIELDS = ("kind", "key", "field", "value", "valid_from", "valid_to", "source", "replaced_by")
 
@@ -104,6 +111,35 @@ def source_of(change_id: str, thread_id: str, message_id: str, message: str, sai
         "said_at": said_at,
         "model": model,
     }
+
+
+def entry_source(source: Mapping[str, str]) -> dict[str, str]:
+    """A source as its history entry stores it: without the fields the entry holds already (`ENTRY_HELD_FIELDS`)."""
+    return {name: value for name, value in source.items() if name not in ENTRY_HELD_FIELDS}
+
+
+def source_from_entry(entry: Mapping[str, Any]) -> dict[str, str] | None:
+    """The whole source of a history entry's change (None: it has none, an undo or an entry older than sources): the
+    stored fields, with the change id, thread and quote read from the entry's own fields."""
+    stored = entry.get("source")
+    if stored is None:
+        return None
+    held = {"change_id": entry["id"], "thread_id": entry.get("thread_id", ""), "quote": quoted(entry.get("message", ""))}
+    return {name: stored.get(name, held.get(name, "")) for name in SOURCE_FIELDS}
+
+
+def stored_sources_before(before: Mapping[str, Mapping[str, Any] | None]) -> dict[str, Mapping[str, Any]]:
+    """The `sources_before` a history entry stores: only the keys that had a source (`sources_before_of`)."""
+    return {key: value for key, value in before.items() if value is not None}
+
+
+def sources_before_of(kind: MemoryKind, entry: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The sources a history entry's change replaced, by every key it touched (None: that key had no source); None
+    when the entry predates sources."""
+    if entry.get("sources_before") is None:
+        return None
+    touched = touched_sources(kind, entry["key"], entry.get("before"), entry.get("after"))
+    return {key: None for key in touched} | dict(entry["sources_before"])
 
 
 def source_key(kind: str, key: str, field: str | None = None) -> str:

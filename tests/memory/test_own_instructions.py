@@ -17,6 +17,7 @@ from graph.memory.changes import IrreversibleChangeError, list_history, undo_cha
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS, INSTRUCTIONS
 from graph.memory.own_words import PASTED_PARAGRAPH_TOKENS, split_message
 from graph.memory.pending import list_pending
+from graph.memory.provenance import source_from_entry
 from graph.memory.store import namespace
 from graph.nodes.update import MEMORY_UPDATE_EVENT
 from graph.runtime import runtime_of
@@ -143,7 +144,7 @@ def test_the_users_own_code_in_a_later_message_saves_exactly_the_proposal_once_w
         "pending": None,
         "diff": [f"+ {EVIL}"],
         "proposal": None,
-        "sources": [instruction_entries(agent)[0]["source"]],
+        "sources": [source_from_entry(instruction_entries(agent)[0])],
     }
     (entry,) = instruction_entries(agent)
     assert entry["message"] == f"Yes, confirm {code}" and entry["before"] == {"memory": VENDORS}

@@ -10,7 +10,14 @@ from langchain_core.messages import HumanMessage
 
 from graph.memory.changes import list_history, undo_change
 from graph.memory.kinds import DEFAULT_MEMORY_KINDS, kind_named
-from graph.memory.provenance import QUOTE_CHARS, all_sources, current_source, past_facts
+from graph.memory.provenance import (
+    QUOTE_CHARS,
+    all_sources,
+    current_source,
+    past_facts,
+    source_from_entry,
+    sources_before_of,
+)
 from graph.nodes.update import MEMORY_UPDATE_EVENT
 from graph.settings import current_settings
 from testing.helpers import config, profile_of, todos, turn
@@ -48,7 +55,10 @@ def test_a_replaced_field_keeps_its_source_and_becomes_a_past_fact(agent, model)
         "said_at": location["said_at"],
         "model": current_settings().model,
     }
-    assert latest["source"] == location, "the history entry carries the same source"
+    assert source_from_entry(latest) == location, "the history entry carries the same source"
+    assert latest["source"] == {name: location[name] for name in ("message_id", "said_at", "model")}, (
+        "the entry stores no thread, quote or id twice: its own fields hold them"
+    )
     assert datetime.fromisoformat(location["said_at"]).tzinfo is not None
     assert (name["quote"], name["thread_id"]) == (SAID_SF, "1"), "a field the change left keeps its own source"
     (fact,) = [item.value for item in past_facts(agent.store, "Lance", PROFILE_KIND)]
@@ -77,6 +87,31 @@ def test_an_undo_puts_the_value_and_its_source_back_and_the_past_fact_goes(agent
     undo_change(agent.store, "Lance", undo["id"])
     assert profile_of(agent)["location"] == "Oakland"
     assert current_source(agent.store, "Lance", PROFILE_KIND, PROFILE_KEY, "location") == second
+
+
+def test_an_undone_new_document_loses_the_source_its_entry_does_not_list(agent, model):
+    model.add("task_maistro", route("todo"), say("Added."))
+    model.add("update_todos", calls(todo("Book swim lessons", solutions=["Call the pool"])))
+    turn(agent, "Remind me to book swim lessons.")
+    (entry,) = list_history(agent.store, "Lance")
+    assert entry["sources_before"] == {}, "a new document had no source: nothing is stored for it"
+
+    undo_change(agent.store, "Lance")
+
+    assert todos(agent) == {} and all_sources(agent.store, "Lance") == {}
+
+
+def test_an_entry_written_with_its_whole_source_reads_the_same(agent, model):
+    move_to_oakland(agent, model)
+    latest = list_history(agent.store, "Lance")[-1]
+    whole = source_from_entry(latest)
+    name = current_source(agent.store, "Lance", PROFILE_KIND, PROFILE_KEY, "name")
+    location_key = f"{PROFILE}:{PROFILE_KEY}:location"
+    older = latest | {"source": whole, "sources_before": sources_before_of(PROFILE_KIND, latest)}
+
+    assert source_from_entry(older) == whole
+    assert sources_before_of(PROFILE_KIND, older) == sources_before_of(PROFILE_KIND, latest) == {location_key: name}
+    assert sources_before_of(PROFILE_KIND, latest | {"sources_before": None}) is None, "an entry older than sources"
 
 
 def test_a_deleted_document_is_a_past_fact_and_loses_its_source(agent, model):
