@@ -295,6 +295,10 @@ def test_a_memory_turn_streams_the_reply_before_the_update_and_its_note_with_one
     (custom,) = [part.data for part in parts if part.event == "custom"]
     (created,) = custom["memory_update"].pop("changes")
     assert (created["action"], created["field"], created["old"], created["new"]["task"]) == ("created", None, None, "Book a dentist")
+    (source,) = custom["memory_update"].pop("sources")
+    assert (source["thread_id"], source["message_id"], source["quote"]) == (
+        thread_id, thread[0]["id"], "I need to book a dentist."
+    ), "the event carries where the ToDo came from"
     assert custom == {
         "memory_update": {
             "kind": "todo",
