@@ -99,12 +99,11 @@ def run_extractor(extractor: Runnable, inputs: dict, config: RunnableConfig) -> 
     """
     circuit, first = EndpointCircuit(), FirstAnswer()
     # trustcall's graph has no checkpointer: the agent's "sync" durability, which subgraphs inherit, fails on
-    # such a graph (and means nothing there), so its runs go back to LangGraph's default.
-    run_config = merge_configs(
-        config,
-        {"recursion_limit": EXTRACTION_STEP_LIMIT, "callbacks": [circuit, first]},
-        durability_config("async"),
-    )
+    # such a graph (and means nothing there), so its runs go back to LangGraph's default. The step limit is set
+    # last: merge_configs fills each config from the running one, so a server's own recursion limit (langgraph-api
+    # runs with 10,000) would replace it, and trustcall's retry loop, which catches every model error, would never end.
+    merged = merge_configs(config, {"callbacks": [circuit, first]}, durability_config("async"))
+    run_config: RunnableConfig = {**merged, "recursion_limit": EXTRACTION_STEP_LIMIT}
     with model_errors():
         try:
             result = extractor.invoke(inputs, run_config)

@@ -33,6 +33,7 @@ from graph.app.tutorial import (
     todo_item,
 )
 from graph.names import AGENT_NAME
+from graph.nodes.extraction import EXTRACTION_STEP_LIMIT
 from graph.run_context import FORMER_NAMES, RunContext
 from testing.langgraph_server import (
     ROOT,
@@ -43,7 +44,7 @@ from testing.langgraph_server import (
     play,
     stream_run,
 )
-from testing.openai_stub import OpenAIStub, system_text, text_reply, tool_calls_reply
+from testing.openai_stub import OpenAIStub, StubError, system_text, text_reply, tool_calls_reply
 from testing.scripted_model import doc_id_of
 from testing.stub_script import Script, kind_of, update
 
@@ -347,3 +348,36 @@ def test_a_pasted_email_is_held_in_the_stream_in_full_and_the_users_code_in_a_la
     assert saved["diff"] == [f"+ {EVIL}"] and not saved["failed"] and saved["proposal"] is None
     assert client.store.get_item(("instructions", "Rosa"), "user_instructions")["value"] == {"memory": EVIL}
     assert script.remaining() == {}
+
+
+def test_an_update_whose_endpoint_keeps_failing_ends_within_the_extractions_step_limit(client, stub, script):
+    # langgraph-api runs graphs with a recursion limit of 10,000 and trustcall catches a failed model call and asks
+    # again, so only the extraction's own step limit ends that loop (it used to run the server's 10,000 steps, two
+    # minutes of a worker, streaming every step to a client that asked for subgraphs as Studio does).
+    run = {"configurable": {"user_id": "Tomas"}}
+    script.add("chat", update("user"), text_reply("Noted."))
+    script.add("profile", tool_calls_reply(("Profile", {"name": "Tomas", "location": "Porto"})))
+    play(client, new_thread(client), "I'm Tomas, I live in Porto.", config=run)
+    script.add("chat", update("user"), text_reply("Noted the move."))
+    script.keep("profile", StubError(500, "the model server is down"))
+    thread_id = new_thread(client)
+    sent = len(stub.requests)
+
+    try:
+        parts = list(
+            client.runs.stream(
+                thread_id, AGENT_NAME, input={"messages": [{"role": "user", "content": "I moved to Lisbon."}]},
+                stream_mode="updates", stream_subgraphs=True, config=run,
+            )
+        )
+    finally:
+        script.keep("profile", None)
+
+    (error,) = [part.data for part in parts if part.event == "error"]
+    assert "did not answer (HTTP 500)" in error["message"], error
+    extraction_steps = [part for part in parts if part.event.startswith("updates|") and "extract_updates" in part.data]
+    assert 0 < len(extraction_steps) <= EXTRACTION_STEP_LIMIT
+    assert len(stub.requests) - sent <= 4, "one chat call, then the profile call and its two retries"
+    assert client.store.get_item(("profile", "Tomas"), "user_profile")["value"]["location"] == "Porto"
+    thread = client.threads.get_state(thread_id)["values"]["messages"]
+    assert thread[0]["content"] == "I moved to Lisbon.", "the user's message stays in the thread"
