@@ -12,7 +12,9 @@ store.
 A case may set the `user`'s own time: their IANA time zone and when they write (`message_time`, a date of
 `graph.eval.dates.resolve_date` counted from the run's today and a wall time in that zone, "today-1 23:30"),
 sent as the run's `timezone` and `message_time`; the case's other dates are then counted from the user's today
-(the date of that moment where they are), not from the run's.
+(the date of that moment where they are), not from the run's. A case may `seed` ToDos the user had before its
+first turn, done ones with the date they were `completed` (put in through the import path: those finished long ago
+are in the done log when the case starts).
 """
 
 import fnmatch
@@ -22,7 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from graph.eval.dates import cron_dates, resolve_date
 
@@ -44,6 +46,7 @@ CATEGORIES = (
     "stale",
     "provenance",
     "reminders",
+    "done-log",
 )
 Alternatives = str | list[str]
 
@@ -64,6 +67,25 @@ class TodoFields(_Strict):
     deadline: str | None = Field(None, description="A date of `graph.eval.dates.resolve_date`.")
     solutions: list[str] = Field(default_factory=list)
     status: Literal["not started", "in progress", "done", "archived"] = "not started"
+
+
+class SeedTodo(TodoFields):
+    """A ToDo the user had before the case's first turn; a done one may say when it was `completed` (a date of
+    `graph.eval.dates.resolve_date`, at noon UTC)."""
+
+    completed: str | None = None
+
+    @model_validator(mode="after")
+    def _completed_when_done(self) -> "SeedTodo":
+        if self.completed is not None and self.status != "done":
+            raise ValueError(f"the seeded ToDo {self.task!r} has a completion date but is not done")
+        return self
+
+
+class Seed(_Strict):
+    """The memory the user had before the case's first turn (`graph.eval.seed` puts it in)."""
+
+    todos: list[SeedTodo] = Field(default_factory=list)
 
 
 class TodoChange(_Strict):
@@ -114,6 +136,11 @@ class Play(_Strict):
         None, description="The turn asks what is due: today (with what is overdue) or this week; the reply names it."
     )
     remind: ReminderPlay | None = None
+    done: Literal["last month", "all"] | None = Field(
+        None,
+        description="The turn asks how many ToDos the user finished last month (UTC) or in all; the reply gives the "
+        "count the prompt's done log line says.",
+    )
 
     @property
     def update_types(self) -> list[str]:
@@ -188,6 +215,7 @@ class Case(_Strict):
     expect: Expected = Field(default_factory=Expected)
     must_not_store: list[str] = Field(default_factory=list)
     user: UserTime | None = Field(None, description="The user's own zone and message time (default: the run's).")
+    seed: Seed | None = Field(None, description="The memory the user had before the first turn (default: none).")
 
     @field_validator("threads")
     @classmethod
@@ -210,6 +238,8 @@ class Case(_Strict):
     def check_dates(self) -> None:
         """Raise `DateSpecError` for a date in the case that `resolve_date` cannot read."""
         specs = [todo.deadline for todo in self.expect.todos]
+        for todo in self.seed.todos if self.seed else []:
+            specs += [todo.deadline, todo.completed]
         for turn in self.turns:
             todos = turn.play.todos or TodoPlay()
             specs += [todo.deadline for todo in todos.add]

@@ -61,6 +61,9 @@ _WEEK_END = re.compile(r"to Sunday (\d{4}-\d{2}-\d{2})\.")
 _TODO_LINE = re.compile(r"^- (?P<task>[^|\n]+?) \| (?P<due>overdue since|due today|due) (?P<deadline>\S+) \|", re.M)
 # How the lines the chat prompt adds below a list start (`graph.memory.context.turn_notes`): what "ignores-notes" skips.
 NOTE_STARTS = ("Stale ", "Done log (")
+# The done log's line (`graph.memory.done_log.log_line`): its counts by month ("2026-11: 4"), and the total.
+_DONE_LOG = re.compile(r"^Done log \([^)]*\): (?P<recent>.*?)\. (?P<total>[\d,]+) in all since", re.M)
+_DONE_MONTH = re.compile(r"(\d{4}-\d{2}): ([\d,]+)")
 _INSTANCE = re.compile(r'<instance id=(?P<id>\S+) schema_type="(?P<schema>[^"]+)">\n(?P<doc>.*?)\n</instance>', re.S)
 
 
@@ -155,14 +158,28 @@ class Player:
         text = ENGLISH_REPLY if self.flaw == "wrong-language" else turn.play.reply
         if self.flaw == "invents-source" and asks_for_source(turn.user):
             return f'{text} "{INVENTED_SOURCE}"'
-        facts = [found for fact in turn.mention if (found := _found(fact, view.context))]
         if turn.play.due:
             return " ".join([text, *self.due_tasks(turn.play.due, view)])
         context = view.context
         if self.flaw == "ignores-notes":
             context = "\n".join(line for line in context.splitlines() if not line.startswith(NOTE_STARTS))
+        if turn.play.done:
+            return " ".join([text, *self.done_count(turn.play.done, context, view)])
         facts = [found for fact in turn.mention if (found := _found(fact, context))]
         return " ".join([text, *facts])
+
+    def done_count(self, window: str, context: str, view: PromptView) -> list[str]:
+        """How many ToDos the done log line in `context` says were finished last month (the month before the
+        prompt's today) or in all, as the one word of a list; none when the context has no such line or count."""
+        found = _DONE_LOG.search(context)
+        if found is None:
+            return []
+        if window == "all":
+            return [found["total"]]
+        today = self.today_of(view)
+        last = date(today.year - (today.month == 1), (today.month - 2) % 12 + 1, 1).strftime("%Y-%m")
+        months = dict(_DONE_MONTH.findall(found["recent"]))
+        return [months[last]] if last in months else []
 
     def today_of(self, view: PromptView) -> date:
         """The day relative dates count from: the user's, as the prompt gives it (the run's when it gives none); the

@@ -204,8 +204,9 @@ def read_memory(compiled: CompiledStateGraph, user_id: str) -> tuple[dict[str, A
 def run_case(
     case: Case, graph_name: str, model: BaseChatModel, budget: Budget, timezone: str = "UTC"
 ) -> CaseRun:
-    """Play every turn of `case` on a fresh graph, then read the memory it left and the updates left pending; a
-    case with the `user`'s own time sends their zone and message time with each run."""
+    """Play every turn of `case` on a fresh graph (its `seed` put in first), then read the memory it left and the
+    updates left pending; a case with the `user`'s own time sends their zone and message time with each run."""
+    from graph.eval.seed import seed_memory
     from graph.memory.pending import list_pending
 
     run = CaseRun(case)
@@ -213,6 +214,7 @@ def run_case(
     if case.user is not None:  # the user's own zone and the time they write, as a client sends them
         user_time = {"timezone": case.user.timezone, "message_time": case.user.moment(today_in(timezone)).isoformat()}
     with open_target(graph_name, model) as compiled:
+        seed_memory(compiled.store, graph_name, case, EVAL_USER, case.user_today(today_in(timezone), timezone)[0])
         for index, thread in enumerate(case.threads):
             configurable = {"thread_id": str(uuid.uuid4()), "user_id": EVAL_USER, "timezone": timezone, **user_time}
             config = {"configurable": configurable}

@@ -231,7 +231,7 @@ def score_case(run: CaseRun, today: date, timezone: str = "UTC") -> CaseScore:
         counts.mentions += len(turn.not_mention)
         named = [fact for fact in turn.not_mention if _has(record.reply, fact)]
         counts.mentioned += len(turn.not_mention) - len(named)
-        score.problems += [f"the reply to {turn.user!r} names {fact!r}, which is not due" for fact in named]
+        score.problems += [f"the reply to {turn.user!r} names {fact!r}, which it must not name" for fact in named]
         if turn.language:
             counts.languages += 1
             right = reply_language(record.reply) == turn.language

@@ -51,6 +51,16 @@ def test_a_pattern_selects_by_id_or_category_and_one_matching_nothing_says_so():
                 {"user": "a", "play": {"reply": "b"}}, {"user": "a", "play": {"reply": "c"}}]]}),
             "no user message may repeat",
         ),
+        (
+            json.dumps({"id": "bad", "category": "done-log", "description": "", "seed": {"todos": [
+                {"task": "x", "completed": "month-1"}]}, "threads": [[{"user": "a", "play": {"reply": "b"}}]]}),
+            "has a completion date but is not done",
+        ),
+        (
+            json.dumps({"id": "bad", "category": "done-log", "description": "", "seed": {"todos": [
+                {"task": "x", "status": "done", "completed": "last year"}]}, "threads": [[{"user": "a", "play": {"reply": "b"}}]]}),
+            "'last year' is not one of",
+        ),
     ],
 )
 def test_a_broken_case_file_is_one_sentence_naming_the_file(tmp_path, content, message):
@@ -68,6 +78,9 @@ def test_relative_dates_are_counted_from_the_runs_today():
     assert resolve_date("next monday", monday) == date(2026, 12, 7)
     assert resolve_date("end of november", monday) == date(2026, 11, 30)
     assert resolve_date("end of november", date(2026, 12, 1)) == date(2027, 11, 30)
+    assert resolve_date("month-0", monday) == date(2026, 11, 1)
+    assert resolve_date("month-1", monday) == date(2026, 10, 1)
+    assert resolve_date("month-2", date(2027, 1, 31)) == date(2026, 11, 1)
     with pytest.raises(DateSpecError):
         resolve_date("soon", monday)
 

@@ -132,6 +132,17 @@ def test_the_tutorials_graph_loses_the_points_of_deletions_and_the_page_of_ten_o
             "1 wrong stored value(s)",
             "1 of 1 expected memories missing or wrong",
         ],
+        # No done log: a finished ToDo stays on its list for good, and no count of what was finished is told.
+        **{
+            case.id: [
+                f"the reply to {case.turns[0].user!r} does not mention {case.turns[0].mention[0]!r}",
+                f"{len(case.seed.todos)} spurious stored value(s)",
+                "1 of 1 expected memories missing or wrong",
+            ]
+            for case in load_cases("done-log")
+            if case.turns[0].play.done
+        },
+        "done-log-not-reopened": ["1 spurious stored value(s)"],
     }
 
 
@@ -281,9 +292,11 @@ def test_a_model_on_the_servers_clock_asks_for_the_day_before_on_the_wrong_day_w
     assert without_costs(replace(flawed, reminders_asked=right.reminders_asked)) == without_costs(right)
 
 
-def test_a_model_that_overlooks_the_notes_below_a_list_loses_the_stale_todos_it_should_raise_and_nothing_else(oracle):
-    suite = load_cases("stale,single-todo,recall-todo-list")
+def test_a_model_that_overlooks_the_notes_below_a_list_loses_the_stale_todos_and_done_counts_and_nothing_else(oracle):
+    suite = load_cases("stale,done-log,single-todo,recall-todo-list")
     right, flawed = oracle_total(oracle, suite), total(play(suite, flaw="ignores-notes"))
     stale_mentions = sum(len(turn.mention) for case in load_cases("stale") for turn in case.turns)
-    assert right.mentioned - flawed.mentioned == stale_mentions == 3
+    counts_asked = sum(len(turn.mention) for case in load_cases("done-log") for turn in case.turns if turn.play.done)
+    assert (stale_mentions, counts_asked) == (3, 2)
+    assert right.mentioned - flawed.mentioned == stale_mentions + counts_asked
     assert without_costs(replace(flawed, mentioned=right.mentioned)) == without_costs(right)
