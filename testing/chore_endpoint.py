@@ -68,6 +68,16 @@ def request_documents(request: dict) -> dict[str, str]:
     return documents_in_prompt("\n".join(_text(m) for m in request["messages"]))
 
 
+def profile_reply(request: dict, fields: dict) -> dict:
+    """The profile extraction's answer that files `fields`: a new profile when trustcall offers the Profile tool,
+    else a patch of the one existing profile (trustcall then offers only PatchDoc)."""
+    if "Profile" in tool_names(request):
+        return tool_calls_reply(("Profile", fields))
+    [profile_id] = request_documents(request)
+    patches = [{"op": "replace", "path": f"/{name}", "value": value} for name, value in fields.items()]
+    return tool_calls_reply(("PatchDoc", {"json_doc_id": profile_id, "planned_edits": "Update the profile.", "patches": patches}))
+
+
 def latest_user_line(request: dict) -> str:
     """The last line of the user's latest message in the request ("" when it has none)."""
     for message in reversed(request["messages"]):
@@ -120,13 +130,7 @@ class ChoreEndpoint:
 
     def _profile(self, request: dict) -> dict:
         """File the city: a new profile, or a patch of the existing one (trustcall then offers only PatchDoc)."""
-        city = latest_user_line(request).removeprefix(MOVED).split(";")[0]
-        if "Profile" in tool_names(request):
-            return tool_calls_reply(("Profile", {"location": city}))
-        [profile_id] = request_documents(request)
-        patch = {"json_doc_id": profile_id, "planned_edits": "Update the city.",
-                 "patches": [{"op": "replace", "path": "/location", "value": city}]}
-        return tool_calls_reply(("PatchDoc", patch))
+        return profile_reply(request, {"location": latest_user_line(request).removeprefix(MOVED).split(";")[0]})
 
     def _todo(self, request: dict) -> dict:
         line = latest_user_line(request)
