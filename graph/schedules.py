@@ -1,9 +1,12 @@
 """Cron schedules a reminder may have: a five-field cron line that fires at most once an hour (each firing is a
 model call). Checked where the agent makes a reminder (`graph.nodes.remind`) and where a server takes a cron
-(`graph.server.limits`); this module imports neither, so the server's auth module stays light."""
+(`graph.server.limits`); this module imports neither, so the server's auth module stays light. A schedule that names
+one date a year (`0 9 5 12 *`) is a one-off: a cron line has no year, so its cron is given an end time
+(`one_date_end`)."""
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, time, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
@@ -28,3 +31,19 @@ def schedule_problem(schedule: Any) -> str | None:
         minutes = round(shortest / 60)
         return f"the schedule {schedule!r} fires every {minutes} minute{'s' * (minutes != 1)}; a reminder may fire at most once an hour."
     return None
+
+
+def one_date_end(schedule: str, timezone: str, now: datetime) -> datetime | None:
+    """When a valid cron line names one date a year (a single day of the month and month, any weekday), the end of
+    that date's next occurrence on which it still fires after `now`, in `timezone`; None for a recurring schedule."""
+    _minute, _hour, day, month, weekday = schedule.split()
+    if not (day.isdigit() and month.isalnum() and weekday == "*"):
+        return None
+    zone = ZoneInfo(timezone)
+    first = croniter(schedule, now.astimezone(zone)).get_next(datetime)
+    return datetime.combine(first.date() + timedelta(days=1), time(), tzinfo=zone)
+
+
+def last_firing_before(schedule: str, end: datetime) -> datetime:
+    """The last firing of a valid cron line before `end`, in `end`'s zone."""
+    return croniter(schedule, end).get_prev(datetime)
