@@ -44,6 +44,10 @@ def one_date_end(schedule: str, timezone: str, now: datetime) -> datetime | None
     return datetime.combine(first.date() + timedelta(days=1), time(), tzinfo=zone)
 
 
-def last_firing_before(schedule: str, end: datetime) -> datetime:
-    """The last firing of a valid cron line before `end`, in `end`'s zone."""
-    return croniter(schedule, end).get_prev(datetime)
+def cron_end_time(schedule: str, timezone: str, now: datetime, *, aegra: bool) -> datetime | None:
+    """The end time a cron made at `now` with a valid cron line read in `timezone` is given: None for a recurring
+    schedule; for one date a year, the date's end (`one_date_end`: langgraph-api skips a cron past its end time) or,
+    on Aegra, the date's last firing (Aegra fires a due cron whatever its end time, and disables it after a firing
+    at or past it)."""
+    end = one_date_end(schedule, timezone, now)
+    return croniter(schedule, end).get_prev(datetime) if end and aegra else end

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from graph.schedules import last_firing_before, one_date_end
+from graph.schedules import cron_end_time
 
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
@@ -127,7 +127,7 @@ async def create_reminder(request: ReminderRequest) -> dict[str, Any]:
     """Make the cron of a reminder the agent was asked for, on the run's own thread, as the run's own user (the one
     the server put in the run's config), through the server's own cron calls, so that the auth rules
     (`graph.server.auth.own_crons`) apply as to a client; the cron as the server lists it, with an end time after
-    the date when the schedule names one date a year (`graph.schedules.one_date_end`). Raises what the server
+    the date when the schedule names one date a year (`graph.schedules.cron_end_time`). Raises what the server
     raises when it refuses (an HTTP exception with its sentence)."""
     from graph.names import AGENT_NAME
 
@@ -143,7 +143,7 @@ async def create_reminder(request: ReminderRequest) -> dict[str, Any]:
     permissions = list(configurable.get("langgraph_auth_permissions") or [])
     ctx = Auth.types.BaseAuthContext(user=user, permissions=permissions) if user is not None else None
     payload = {"assistant_id": AGENT_NAME, "input": reminder_input(request)}
-    end_time = one_date_end(request.schedule, request.timezone, datetime.now(UTC))
+    end_time = cron_end_time(request.schedule, request.timezone, datetime.now(UTC), aegra=False)
     async with connect() as conn:
         cron = await Crons.put(
             conn, payload=payload, schedule=request.schedule, thread_id=request.thread_id, metadata={},
@@ -154,8 +154,7 @@ async def create_reminder(request: ReminderRequest) -> dict[str, Any]:
 
 async def _aegra_reminder(request: ReminderRequest, user: Any, assistant_id: str) -> dict[str, Any]:
     """`create_reminder` on Aegra: its thread-cron route made disabled (Aegra runs a new enabled cron at once), then
-    enabled through its update route, both as the run's user. A one-date schedule's cron ends at that date's last
-    firing: Aegra fires a due cron whatever its end time and disables it after a firing at or past it."""
+    enabled through its update route, both as the run's user."""
     from aegra_api.api.crons import create_cron_for_thread, update_cron
     from aegra_api.core.orm import get_session_maker
     from aegra_api.models.crons import CronCreate, CronUpdate
@@ -164,10 +163,9 @@ async def _aegra_reminder(request: ReminderRequest, user: Any, assistant_id: str
 
     if user is None:
         raise PermissionError("The run has no user to own the reminder.")
-    date_end = one_date_end(request.schedule, request.timezone, datetime.now(UTC))
     created = CronCreate(
         assistant_id=assistant_id, schedule=request.schedule, input=reminder_input(request), enabled=False,
-        timezone=request.timezone, end_time=date_end and last_firing_before(request.schedule, date_end),
+        timezone=request.timezone, end_time=cron_end_time(request.schedule, request.timezone, datetime.now(UTC), aegra=True),
     )
     async with get_session_maker()() as session:
         service = CronService(session, get_langgraph_service())

@@ -1,12 +1,12 @@
-"""A schedule naming one date a year ends after that date's next occurrence (`graph.schedules.one_date_end`): a cron
-line has no year, so without an end the reminder would fire again every year."""
+"""A schedule naming one date a year ends after that date's next occurrence (`graph.schedules.one_date_end`,
+`cron_end_time`): a cron line has no year, so without an end the reminder would fire again every year."""
 
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from graph.schedules import last_firing_before, one_date_end
+from graph.schedules import cron_end_time, one_date_end
 
 NEW_YORK = ZoneInfo("America/New_York")
 
@@ -47,7 +47,9 @@ def test_a_recurring_schedule_has_no_end(schedule):
     assert one_date_end(schedule, "Europe/Berlin", datetime(2026, 12, 3, tzinfo=UTC)) is None
 
 
-def test_the_last_firing_before_the_end_is_the_dates_last():
-    end = datetime(2026, 12, 6, tzinfo=NEW_YORK)
-    assert last_firing_before("0 9-17 5 12 *", end) == datetime(2026, 12, 5, 17, tzinfo=NEW_YORK)
-    assert last_firing_before("0 9 5 12 *", end) == datetime(2026, 12, 5, 9, tzinfo=NEW_YORK)
+def test_the_crons_end_time_is_the_dates_end_or_on_aegra_its_last_firing():
+    now = datetime(2026, 12, 3, tzinfo=UTC)
+    for schedule, last_hour in (("0 9-17 5 12 *", 17), ("0 9 5 12 *", 9)):
+        assert cron_end_time(schedule, "America/New_York", now, aegra=False) == datetime(2026, 12, 6, tzinfo=NEW_YORK)
+        assert cron_end_time(schedule, "America/New_York", now, aegra=True) == datetime(2026, 12, 5, last_hour, tzinfo=NEW_YORK)
+    assert cron_end_time("0 8 * * *", "America/New_York", now, aegra=True) is None

@@ -294,12 +294,30 @@ def test_the_agents_reminder_for_one_date_ends_after_it_and_a_recurring_one_neve
         alice.crons.delete(cron["cron_id"])
     assert set(listed) == {one_date, DAILY} and script.remaining() == {}
     assert listed[DAILY]["end_time"] is None
-    # langgraph-api skips a cron past its end time: the date's end; Aegra disables one after a firing at or past it.
+    last_firing = datetime(date.year, date.month, date.day, 17, tzinfo=tokyo)
+    assert datetime.fromisoformat(listed[one_date]["end_time"]) == expected_end(request, last_firing)
+
+
+def expected_end(request: pytest.FixtureRequest, last_firing: datetime) -> datetime:
+    """The end time a cron whose date's last firing is `last_firing` is listed with: that firing on Aegra (which
+    disables a cron after a firing at or past its end time), the date's end on langgraph-api (which skips a cron
+    past its end time)."""
     if request.node.callspec.params["server"] == "aegra":
-        expected = datetime(date.year, date.month, date.day, 17, tzinfo=tokyo)
-    else:
-        expected = datetime(date.year, date.month, date.day, tzinfo=tokyo) + timedelta(days=1)
-    assert datetime.fromisoformat(listed[one_date]["end_time"]) == expected
+        return last_firing
+    return last_firing.replace(hour=0, minute=0) + timedelta(days=1)
+
+
+def test_maistro_reminders_add_ends_a_reminder_for_one_date_after_it(request, server, clients):
+    alice = clients[ALICE]
+    tokyo = ZoneInfo("Asia/Tokyo")
+    date = datetime.now(tokyo).date() + timedelta(days=10)
+    code, said = maistro("reminders", "add", "--server", server, "--token", TOKENS[ALICE], "--timezone", "Asia/Tokyo",
+                         "--schedule", f"30 8 {date.day} {date.month} *", "--message", "Renew the passport")
+    assert code == 0, said
+    (reminder,) = [cron for cron in alice.crons.search(limit=100) if cron["cron_id"] in said]
+    alice.crons.delete(reminder["cron_id"])
+    last_firing = datetime(date.year, date.month, date.day, 8, 30, tzinfo=tokyo)
+    assert reminder["enabled"] is True and datetime.fromisoformat(reminder["end_time"]) == expected_end(request, last_firing)
 
 
 def test_the_agents_reminder_for_today_fires_once_and_is_then_over(request, clients, script: Script):
