@@ -8,7 +8,7 @@ from datetime import UTC, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 
 MIN_CRON_INTERVAL_SECONDS = 3600
 # How many coming firings of a cron schedule are checked for the interval (two days of an hourly one).
@@ -23,11 +23,15 @@ def shortest_interval(schedule: str) -> float:
 
 
 def schedule_problem(schedule: Any) -> str | None:
-    """Why `schedule` cannot be a reminder's (one sentence: not a five-field cron line, or it fires more often than
-    once every `MIN_CRON_INTERVAL_SECONDS`), or None when it can."""
+    """Why `schedule` cannot be a reminder's (one sentence: not a five-field cron line, a date that never comes such
+    as February 31, or it fires more often than once every `MIN_CRON_INTERVAL_SECONDS`), or None when it can."""
     if not isinstance(schedule, str) or len(schedule.split()) != 5 or not croniter.is_valid(schedule):
         return f"the schedule {schedule!r} is not a cron line such as '0 8 * * *' (every day at 8:00)."
-    if (shortest := shortest_interval(schedule)) < MIN_CRON_INTERVAL_SECONDS:
+    try:
+        shortest = shortest_interval(schedule)
+    except CroniterBadDateError:
+        return f"the schedule {schedule!r} names a date that never comes."
+    if shortest < MIN_CRON_INTERVAL_SECONDS:
         minutes = round(shortest / 60)
         return f"the schedule {schedule!r} fires every {minutes} minute{'s' * (minutes != 1)}; a reminder may fire at most once an hour."
     return None
