@@ -65,6 +65,9 @@ def test_the_cron_rules_strip_a_forged_caller_and_refuse_crons_without_a_thread(
         with pytest.raises(Auth.exceptions.HTTPException) as error:
             asyncio.run(server_auth.own_crons(ctx, {"schedule": schedule}))
         assert error.value.status_code == 403 and "at most once an hour" in error.value.detail
+    with pytest.raises(Auth.exceptions.HTTPException) as error:
+        asyncio.run(server_auth.own_crons(ctx, {"schedule": "0 9 31 2 *"}))
+    assert error.value.status_code == 422 and error.value.detail == "The schedule '0 9 31 2 *' names a date that never comes"
 
 
 # The servers.
@@ -158,6 +161,10 @@ def test_a_cron_may_fire_at_most_once_an_hour(clients):
         alice.crons.create_for_thread(thread_id, AGENT_NAME, schedule="*/5 * * * *", input=HELLO, enabled=False)
     assert refused.value.response.status_code == 403
     assert "fires every 5 minutes; a cron may fire at most once an hour" in refused.value.response.text
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        alice.crons.create_for_thread(thread_id, AGENT_NAME, schedule="0 9 31 2 *", input=HELLO, enabled=False)
+    assert refused.value.response.status_code == 422
+    assert "names a date that never comes" in refused.value.response.text
     hourly = make_cron(alice, thread_id)
     assert status_of(lambda: alice.crons.update(hourly["cron_id"], schedule="* * * * *")) == 403
     alice.crons.update(hourly["cron_id"], schedule="0 * * * *")
