@@ -99,8 +99,20 @@ def add_reminder(
     """Schedule `text` on the user's thread (a new one when `thread_id` is None); the reminder as the server lists it.
 
     The cron is made disabled, then enabled: Aegra runs a new enabled cron once at once, langgraph-api does not,
-    and a reminder should speak first at its time on both.
+    and a reminder should speak first at its time on both. A schedule naming one date a year ends after that date
+    (`graph.schedules.cron_end_time`; Aegra names itself on `/info`); a bad schedule or zone is left for the
+    server to refuse in its own words.
     """
+    from datetime import UTC, datetime
+
+    from graph.run_context import known_zone
+    from graph.schedules import cron_end_time, schedule_problem
+
+    zone = timezone or "UTC"
+    end_time = None
+    if schedule_problem(schedule) is None and known_zone(zone):
+        aegra = client.http.get("/info").get("name") == "Aegra"
+        end_time = cron_end_time(schedule, zone, datetime.now(UTC), aegra=aegra)
     if thread_id is None:
         thread_id = client.threads.create(metadata={"title": TITLE})["thread_id"]
     before = {cron["cron_id"] for cron in client.crons.search(thread_id=thread_id, limit=100)}
@@ -111,6 +123,7 @@ def add_reminder(
         timezone=timezone,
         input={"messages": [{"role": "user", "content": text}]},
         enabled=False,
+        end_time=end_time,
     )
     (made,) = [cron for cron in client.crons.search(thread_id=thread_id, limit=100) if cron["cron_id"] not in before]
     return client.crons.update(made["cron_id"], enabled=True)

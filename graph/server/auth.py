@@ -158,6 +158,12 @@ def _forbidden(detail: str) -> Exception:
     return HTTPException(status_code=403, detail=detail)
 
 
+def _refusal(refused: RequestRefused) -> Exception:
+    from langgraph_sdk.auth.exceptions import HTTPException
+
+    return HTTPException(status_code=refused.status, detail=refused.sentence.rstrip("."))
+
+
 def _too_large(what: str, size: int, limit: int) -> Exception:
     from langgraph_sdk.auth.exceptions import HTTPException
 
@@ -261,7 +267,7 @@ async def own_crons(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.Filt
         try:
             check_cron_schedule(value.get("schedule"))
         except RequestRefused as refused:
-            raise _forbidden(refused.sentence.rstrip(".")) from None
+            raise _refusal(refused) from None
     if not auth_enabled():
         return None
     if ctx.action in ("create", "update"):

@@ -243,13 +243,17 @@ def check_query(query_string: bytes) -> None:
 
 
 def check_cron_schedule(schedule: Any) -> None:
-    """Refuse (403) a cron schedule that fires more often than once every `MIN_CRON_INTERVAL_SECONDS`; a schedule
-    that is not a cron line is left to the server, which refuses it with its own sentence."""
-    from croniter import croniter
+    """Refuse (403) a cron schedule that fires more often than once every `MIN_CRON_INTERVAL_SECONDS`, and (422) one
+    for a date that never comes (February 31), on which the server's scheduler would fail; a schedule that is not a
+    cron line is left to the server, which refuses it with its own sentence."""
+    from croniter import CroniterBadDateError, croniter
 
     if not isinstance(schedule, str) or not croniter.is_valid(schedule):
         return
-    shortest = shortest_interval(schedule)
+    try:
+        shortest = shortest_interval(schedule)
+    except CroniterBadDateError:
+        raise RequestRefused(422, f"The schedule {schedule!r} names a date that never comes.") from None
     if shortest < MIN_CRON_INTERVAL_SECONDS:
         minutes = round(shortest / 60)
         raise RequestRefused(

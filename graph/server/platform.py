@@ -24,7 +24,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+
+from graph.schedules import cron_end_time
 
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
@@ -123,7 +126,8 @@ def reminder_input(request: ReminderRequest) -> dict[str, Any]:
 async def create_reminder(request: ReminderRequest) -> dict[str, Any]:
     """Make the cron of a reminder the agent was asked for, on the run's own thread, as the run's own user (the one
     the server put in the run's config), through the server's own cron calls, so that the auth rules
-    (`graph.server.auth.own_crons`) apply as to a client; the cron as the server lists it. Raises what the server
+    (`graph.server.auth.own_crons`) apply as to a client; the cron as the server lists it, with an end time after
+    the date when the schedule names one date a year (`graph.schedules.cron_end_time`). Raises what the server
     raises when it refuses (an HTTP exception with its sentence)."""
     from graph.names import AGENT_NAME
 
@@ -139,10 +143,11 @@ async def create_reminder(request: ReminderRequest) -> dict[str, Any]:
     permissions = list(configurable.get("langgraph_auth_permissions") or [])
     ctx = Auth.types.BaseAuthContext(user=user, permissions=permissions) if user is not None else None
     payload = {"assistant_id": AGENT_NAME, "input": reminder_input(request)}
+    end_time = cron_end_time(request.schedule, request.timezone, datetime.now(UTC), aegra=False)
     async with connect() as conn:
         cron = await Crons.put(
             conn, payload=payload, schedule=request.schedule, thread_id=request.thread_id, metadata={},
-            enabled=True, timezone=request.timezone, ctx=ctx,
+            enabled=True, timezone=request.timezone, end_time=end_time, ctx=ctx,
         )
         return dict(await fetchone(cron))
 
@@ -160,7 +165,7 @@ async def _aegra_reminder(request: ReminderRequest, user: Any, assistant_id: str
         raise PermissionError("The run has no user to own the reminder.")
     created = CronCreate(
         assistant_id=assistant_id, schedule=request.schedule, input=reminder_input(request), enabled=False,
-        timezone=request.timezone,
+        timezone=request.timezone, end_time=cron_end_time(request.schedule, request.timezone, datetime.now(UTC), aegra=True),
     )
     async with get_session_maker()() as session:
         service = CronService(session, get_langgraph_service())

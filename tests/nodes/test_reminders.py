@@ -112,6 +112,7 @@ def test_the_profiles_zone_is_used_when_the_run_names_none_and_the_model_cannot_
         ("*/5 * * * *", "I could not set that reminder: the schedule '*/5 * * * *' fires every 5 minutes; a reminder may fire at most once an hour."),
         ("every day at 8", "I could not set that reminder: the schedule 'every day at 8' is not a cron line such as '0 8 * * *' (every day at 8:00)."),
         ("0 8 * * * *", "I could not set that reminder: the schedule '0 8 * * * *' is not a cron line such as '0 8 * * *' (every day at 8:00)."),
+        ("0 9 31 2 *", "I could not set that reminder: the schedule '0 9 31 2 *' names a date that never comes."),
     ],
 )
 def test_a_bad_schedule_is_one_sentence_and_nothing_is_scheduled(scheduled, model, schedule, sentence):

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
@@ -64,6 +65,9 @@ def test_the_cron_rules_strip_a_forged_caller_and_refuse_crons_without_a_thread(
         with pytest.raises(Auth.exceptions.HTTPException) as error:
             asyncio.run(server_auth.own_crons(ctx, {"schedule": schedule}))
         assert error.value.status_code == 403 and "at most once an hour" in error.value.detail
+    with pytest.raises(Auth.exceptions.HTTPException) as error:
+        asyncio.run(server_auth.own_crons(ctx, {"schedule": "0 9 31 2 *"}))
+    assert error.value.status_code == 422 and error.value.detail == "The schedule '0 9 31 2 *' names a date that never comes"
 
 
 # The servers.
@@ -157,6 +161,10 @@ def test_a_cron_may_fire_at_most_once_an_hour(clients):
         alice.crons.create_for_thread(thread_id, AGENT_NAME, schedule="*/5 * * * *", input=HELLO, enabled=False)
     assert refused.value.response.status_code == 403
     assert "fires every 5 minutes; a cron may fire at most once an hour" in refused.value.response.text
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        alice.crons.create_for_thread(thread_id, AGENT_NAME, schedule="0 9 31 2 *", input=HELLO, enabled=False)
+    assert refused.value.response.status_code == 422
+    assert "names a date that never comes" in refused.value.response.text
     hourly = make_cron(alice, thread_id)
     assert status_of(lambda: alice.crons.update(hourly["cron_id"], schedule="* * * * *")) == 403
     alice.crons.update(hourly["cron_id"], schedule="0 * * * *")
@@ -272,6 +280,74 @@ def test_the_agent_makes_the_reminder_the_user_asks_for_on_their_own_thread(serv
     code, bobs = maistro("reminders", "list", "--server", server, "--token", TOKENS[BOB], "--json")
     assert code == 0 and reminder["cron_id"] not in bobs
     alice.crons.delete(reminder["cron_id"])
+
+
+def test_the_agents_reminder_for_one_date_ends_after_it_and_a_recurring_one_never_ends(request, clients, script: Script):
+    alice = clients[ALICE]
+    tokyo = ZoneInfo("Asia/Tokyo")
+    date = datetime.now(tokyo).date() + timedelta(days=10)
+    one_date = f"0 9-17 {date.day} {date.month} *"
+    reminders = ((REMIND_TOOL, {"schedule": one_date, "message": "Call the bank"}), (REMIND_TOOL, {"schedule": DAILY, "message": ""}))
+    script.add("chat", {**tool_calls_reply(*reminders), "content": "Both are set."})
+    thread_id = new_thread(alice)
+
+    alice.runs.wait(
+        thread_id, AGENT_NAME, input={"messages": [{"role": "user", "content": "Remind me to call the bank"}]},
+        context={"timezone": "Asia/Tokyo"},
+    )
+
+    listed = {cron["schedule"]: cron for cron in alice.crons.search(thread_id=thread_id, limit=100)}
+    for cron in listed.values():
+        alice.crons.delete(cron["cron_id"])
+    assert set(listed) == {one_date, DAILY} and script.remaining() == {}
+    assert listed[DAILY]["end_time"] is None
+    last_firing = datetime(date.year, date.month, date.day, 17, tzinfo=tokyo)
+    assert datetime.fromisoformat(listed[one_date]["end_time"]) == expected_end(request, last_firing)
+
+
+def expected_end(request: pytest.FixtureRequest, last_firing: datetime) -> datetime:
+    """The end time a cron whose date's last firing is `last_firing` is listed with: that firing on Aegra (which
+    disables a cron after a firing at or past its end time), the date's end on langgraph-api (which skips a cron
+    past its end time)."""
+    if request.node.callspec.params["server"] == "aegra":
+        return last_firing
+    return last_firing.replace(hour=0, minute=0) + timedelta(days=1)
+
+
+def test_maistro_reminders_add_ends_a_reminder_for_one_date_after_it(request, server, clients):
+    alice = clients[ALICE]
+    tokyo = ZoneInfo("Asia/Tokyo")
+    date = datetime.now(tokyo).date() + timedelta(days=10)
+    code, said = maistro("reminders", "add", "--server", server, "--token", TOKENS[ALICE], "--timezone", "Asia/Tokyo",
+                         "--schedule", f"30 8 {date.day} {date.month} *", "--message", "Renew the passport")
+    assert code == 0, said
+    (reminder,) = [cron for cron in alice.crons.search(limit=100) if cron["cron_id"] in said]
+    alice.crons.delete(reminder["cron_id"])
+    last_firing = datetime(date.year, date.month, date.day, 8, 30, tzinfo=tokyo)
+    assert reminder["enabled"] is True and datetime.fromisoformat(reminder["end_time"]) == expected_end(request, last_firing)
+
+
+def test_the_agents_reminder_for_today_fires_once_and_is_then_over(request, clients, script: Script):
+    alice = clients[ALICE]
+    soon = datetime.now(UTC) + timedelta(seconds=90)
+    today = f"{soon.minute} {soon.hour} {soon.day} {soon.month} *"
+    script.add("chat", {**tool_calls_reply((REMIND_TOOL, {"schedule": today, "message": "Call the bank"})), "content": "Set."})
+    script.add("chat", text_reply("Time to call the bank."))
+    thread_id = new_thread(alice)
+    alice.runs.wait(
+        thread_id, AGENT_NAME, input={"messages": [{"role": "user", "content": "Remind me to call the bank"}]},
+        context={"timezone": "UTC"},
+    )
+
+    wait_for_runs(alice, thread_id, 2)
+    (cron,) = alice.crons.search(thread_id=thread_id, limit=100)
+    alice.crons.delete(cron["cron_id"])
+
+    assert script.remaining() == {}
+    if request.node.callspec.params["server"] == "aegra":  # Aegra fires a due cron while it is enabled
+        assert cron["enabled"] is False, cron
+    else:  # langgraph-api skips a cron whose end time is past
+        assert datetime.fromisoformat(cron["end_time"]) < datetime.fromisoformat(cron["next_run_date"]), cron
 
 
 def signed_in_page(browser: Browser, server: str, token: str) -> Page:
