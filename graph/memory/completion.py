@@ -13,18 +13,14 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
+from graph.memory.due import read_date_time
 from graph.memory.kinds import MemoryKind
 
 
 def completed_at(value: Any) -> datetime | None:
     """A stored completion time as an aware datetime; None for none, one unreadable or one without a zone."""
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else None
+    moment = read_date_time(value)
+    return moment if moment is not None and moment.tzinfo else None
 
 
 def is_done(kind: MemoryKind, document: Mapping[str, Any] | None) -> bool:

@@ -10,23 +10,21 @@ at the server's midnight. A wall time that a DST change skips or repeats is read
 
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime, tzinfo
+from datetime import tzinfo
 from typing import Any
 
 from graph.memory.changes import MemoryChange
+from graph.memory.due import read_date_time
 from graph.memory.kinds import MemoryKind
 
 
 def zoned_deadline(value: Any, zone: tzinfo) -> Any:
     """A stored deadline with the user's `zone` when it has no offset (ISO 8601, to the second); any other value
     (None, an aware date-time, text that is not a date-time) as it is."""
-    if not isinstance(value, str):
+    moment = read_date_time(value)
+    if moment is None or moment.tzinfo:
         return value
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return value
-    return value if moment.tzinfo else moment.replace(tzinfo=zone).isoformat()
+    return moment.replace(tzinfo=zone).isoformat()
 
 
 def zoned_changes(kind: MemoryKind, changes: Sequence[MemoryChange], zone: tzinfo) -> list[MemoryChange]:

@@ -17,13 +17,21 @@ OVERDUE = "overdue"
 DUE_TODAY = "today"
 
 
-def deadline_at(value: Any) -> datetime | None:
-    """A stored deadline as an aware datetime (one without a zone taken as UTC); None for none or one unreadable."""
-    if not value:
+def read_date_time(value: Any) -> datetime | None:
+    """A stored ISO 8601 date-time read as it is (with or without a zone); None for a value that is not text or
+    text that is not one."""
+    if not isinstance(value, str):
         return None
     try:
-        parsed = datetime.fromisoformat(str(value))
+        return datetime.fromisoformat(value)
     except ValueError:
+        return None
+
+
+def deadline_at(value: Any) -> datetime | None:
+    """A stored deadline as an aware datetime (one without a zone taken as UTC); None for none or one unreadable."""
+    parsed = read_date_time(str(value)) if value else None
+    if parsed is None:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 

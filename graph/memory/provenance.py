@@ -29,6 +29,7 @@ from typing import Any
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from graph.memory.due import read_date_time
 from graph.memory.kinds import MemoryKind
 from graph.memory.store import PAST, SOURCES, namespace, search_all
 
@@ -63,10 +64,9 @@ class PastFact(BaseModel):
     def _dated(cls, value: str | None) -> str | None:
         if value is None:
             return value
-        try:
-            moment = datetime.fromisoformat(value)
-        except ValueError:
-            raise ValueError("must be an ISO 8601 date-time") from None
+        moment = read_date_time(value)
+        if moment is None:
+            raise ValueError("must be an ISO 8601 date-time")
         if moment.tzinfo is None:
             raise ValueError("must carry a UTC offset")
         return value

@@ -7,8 +7,9 @@ before, or a list that only gained items, replaced nothing: the note names the f
 """
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
+
+from graph.memory.due import read_date_time
 
 __all__ = ["ARROW", "VALUE_CHARS", "event_changes", "field_changes", "field_texts", "value_text"]
 
@@ -65,9 +66,8 @@ def _date_text(value: str) -> str | None:
     """An ISO 8601 date-time as "2026-12-05" or "2026-12-05 14:30"; None for any other text."""
     if len(value) < 10 or not value[:4].isdigit() or value[4] != "-":
         return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
+    moment = read_date_time(value)
+    if moment is None:
         return None
     return moment.strftime("%Y-%m-%d" if (moment.hour, moment.minute) == (0, 0) else "%Y-%m-%d %H:%M")
 
